@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * nrma: an RDM libfabric provider over ibverbs RC queue pairs whose remote
+ * counters are bumped by verbs atomics (notified RMA).
+ *
+ * The libfabric objects live here; everything that speaks verbs or rdmacm
+ * is behind nrma_verbs.h.
+ */
+#ifndef NRMA_H
+#define NRMA_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_ext_nrma.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "nrma_list.h"
+#include "nrma_ring.h"
+
+#define NRMA_PROV_NAME		FI_NRMA_PROV_NAME
+#define NRMA_PROV_VERSION	FI_NRMA_VERSION
+#define NRMA_FI_VERSION		FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+#define NRMA_PROTOCOL_VERSION	1
+
+extern struct fi_provider nrma_prov;
+
+#define NRMA_WARN(subsys, ...)	FI_WARN(&nrma_prov, subsys, __VA_ARGS__)
+#define NRMA_INFO(subsys, ...)	FI_INFO(&nrma_prov, subsys, __VA_ARGS__)
+#define NRMA_DBG(subsys, ...)	FI_DBG(&nrma_prov, subsys, __VA_ARGS__)
+
+/* Tunables, read once from FI_NRMA_* at load time. */
+struct nrma_params {
+	char *device;		/* restrict to this verbs device */
+	size_t tx_size;		/* default transmit queue depth */
+	size_t rx_size;		/* default receive queue depth */
+	size_t cq_size;		/* CQ size when the application gives 0 */
+	size_t cntr_max;	/* counters per domain */
+	int wait_spin_us;	/* busy-poll before a blocking wait sleeps */
+};
+extern struct nrma_params nrma_params;
+
+/* What the attributes need to know of a device; filled from verbs. */
+struct nrma_dev_limits {
+	size_t max_msg_size;
+	size_t max_qp_wr;
+	size_t max_srq_wr;
+	size_t max_sge;
+	size_t max_srq_sge;
+	size_t max_sge_rd;
+	size_t max_cq;
+	size_t max_qp;
+	size_t max_mr;
+};
+
+/* A verbs device that can run nrma, found when the provider loads. */
+struct nrma_device {
+	char name[64];
+	uint8_t port_num;
+	struct sockaddr_in addr;	/* an IPv4 address rdmacm binds on it */
+	struct sockaddr_in netmask;
+	struct nrma_dev_limits limits;
+};
+
+extern struct nrma_device *nrma_devices;
+extern size_t nrma_device_count;
+
+/* Attributes and hint matching (nrma_attr.c). */
+struct fi_info *nrma_info_alloc(const struct nrma_device *dev);
+int nrma_info_match(uint32_t version, const struct fi_info *prov,
+		    const struct fi_info *hints);
+void nrma_info_narrow(uint32_t version, struct fi_info *info,
+		      const struct fi_info *hints);
+int nrma_fabric_name(const struct sockaddr_in *addr,
+		     const struct sockaddr_in *netmask, char *buf, size_t len);
+int nrma_getinfo(uint32_t version, const char *node, const char *service,
+		 uint64_t flags, const struct fi_info *hints,
+		 struct fi_info **info);
+
+/* Wait objects: an eventfd that is readable while there is work to read. */
+struct nrma_wait {
+	enum fi_wait_obj type;		/* FI_WAIT_NONE, _FD or _YIELD */
+	int fd;				/* eventfd for FI_WAIT_FD, else -1 */
+};
+
+int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested);
+void nrma_wait_close(struct nrma_wait *wait);
+void nrma_wait_signal(struct nrma_wait *wait);
+void nrma_wait_drain(struct nrma_wait *wait);
+int nrma_wait_block(struct nrma_wait *wait, int timeout_ms);
+int nrma_wait_control(struct nrma_wait *wait, int command, void *arg);
+int nrma_timeout_left(const struct timespec *start, int timeout_ms);
+
+/* Fabric */
+struct nrma_fabric {
+	struct fid_fabric fabric_fid;
+	uint32_t api_version;		/* what the application asked for */
+	atomic_int ref;			/* open domains and EQs */
+};
+
+int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		     void *context);
+size_t nrma_err_entry_size(uint32_t version, size_t full, size_t pre_1_5);
+
+/* Event queue */
+struct nrma_eq {
+	struct fid_eq eq_fid;
+	struct nrma_fabric *fabric;
+	pthread_mutex_t lock;
+	struct nrma_dlist events;	/* struct nrma_eq_event, oldest first */
+	size_t count;
+	size_t size;
+	uint64_t flags;
+	struct nrma_wait wait;
+	atomic_int ref;			/* objects bound to it */
+};
+
+int nrma_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		 struct fid_eq **eq, void *context);
+int nrma_eq_report(struct nrma_eq *eq, uint32_t event,
+		   const struct fi_eq_entry *entry);
+int nrma_eq_report_err(struct nrma_eq *eq, const struct fi_eq_err_entry *err);
+int nrma_eq_trywait(struct nrma_eq *eq);
+
+/* Domain */
+struct nrma_domain {
+	struct fid_domain domain_fid;
+	struct nrma_fabric *fabric;
+	const struct nrma_device *device;
+	struct fi_info *info;
+	struct nrma_verbs_domain *verbs;
+	struct nrma_eq *eq;		/* bound for asynchronous errors */
+	atomic_int ref;			/* open child objects */
+};
+
+int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_domain **domain, void *context);
+
+/* Memory registration */
+struct nrma_mr {
+	struct fid_mr mr_fid;
+	struct nrma_domain *domain;
+	struct nrma_verbs_mr *verbs;
+	uint64_t access;
+};
+
+extern struct fi_ops_mr nrma_mr_ops;
+
+/* Completion queue: a ring of completions and a list of errors. */
+struct nrma_cq_entry {
+	struct fi_cq_tagged_entry comp;
+	fi_addr_t src_addr;
+};
+
+struct nrma_cq_err {
+	struct nrma_dlist link;
+	struct fi_cq_err_entry err;
+};
+
+struct nrma_cq {
+	struct fid_cq cq_fid;
+	struct nrma_domain *domain;
+	pthread_mutex_t lock;
+	enum fi_cq_format format;
+	enum fi_cq_wait_cond wait_cond;
+	size_t threshold;
+	struct nrma_ring comps;		/* struct nrma_cq_entry */
+	struct nrma_dlist errors;	/* struct nrma_cq_err */
+	bool signaled;
+	struct nrma_wait wait;
+	atomic_int ref;			/* endpoints bound to it */
+};
+
+int nrma_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		 struct fid_cq **cq, void *context);
+int nrma_cq_trywait(struct nrma_cq *cq);
+
+/* Counter */
+struct nrma_cntr {
+	struct fid_cntr cntr_fid;
+	struct nrma_domain *domain;
+	_Atomic uint64_t value;
+	_Atomic uint64_t err;
+	struct nrma_wait wait;
+	atomic_int ref;			/* endpoints bound to it */
+};
+
+int nrma_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		   struct fid_cntr **cntr, void *context);
+int nrma_cntr_trywait(struct nrma_cntr *cntr);
+
+/* Address vector: endpoint names are IPv4 socket addresses. */
+struct nrma_av {
+	struct fid_av av_fid;
+	struct nrma_domain *domain;
+	enum fi_av_type type;
+	uint64_t flags;
+	pthread_mutex_t lock;
+	struct sockaddr_in *addrs;	/* indexed by fi_addr_t */
+	size_t count;
+	size_t capacity;
+	struct nrma_eq *eq;		/* FI_EVENT: insert results go here */
+	atomic_int ref;			/* endpoints bound to it */
+};
+
+int nrma_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		 struct fid_av **av, void *context);
+bool nrma_addr_valid(const void *addr, size_t len);
+int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
+
+/* RDM endpoint */
+struct nrma_ep {
+	struct fid_ep ep_fid;
+	struct nrma_domain *domain;
+	struct fi_info *info;
+	pthread_mutex_t lock;
+	struct nrma_cq *tx_cq;
+	struct nrma_cq *rx_cq;
+	uint64_t tx_cq_flags;
+	uint64_t rx_cq_flags;
+	struct nrma_cntr *send_cntr;
+	struct nrma_cntr *recv_cntr;
+	struct nrma_cntr *read_cntr;
+	struct nrma_cntr *write_cntr;
+	struct nrma_av *av;
+	struct nrma_eq *eq;
+	struct nrma_listener *listener;
+	bool enabled;
+};
+
+int nrma_ep_open(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **ep, void *context);
+
+#endif /* NRMA_H */

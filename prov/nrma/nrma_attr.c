@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fi_info for each usable device, and matching of application hints as
+ * fi_getinfo(3) describes them.  Nothing here touches verbs: device limits
+ * arrive in struct nrma_device, which keeps this file unit-testable.
+ */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrma.h"
+
+/* What works today; later features add their bits here. */
+#define NRMA_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define NRMA_TX_CAPS		0ULL
+#define NRMA_RX_CAPS		0ULL
+#define NRMA_CAPS		(NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
+
+/* Registrations are addressed by virtual address with provider keys. */
+#define NRMA_MR_BASIC_MAP	(FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | \
+				 FI_MR_PROV_KEY)
+#define NRMA_RMA_TARGET_CAPS	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
+				 FI_REMOTE_WRITE)
+
+#define NRMA_MR_KEY_SIZE	sizeof(uint64_t)
+#define NRMA_CQ_DATA_SIZE	sizeof(uint32_t)	/* verbs immediate data */
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The mr_mode bits an application with these caps must support. */
+static uint64_t mr_mode_required(uint64_t caps)
+{
+	return (caps & NRMA_RMA_TARGET_CAPS) ? NRMA_MR_BASIC_MAP : 0;
+}
+
+int nrma_fabric_name(const struct sockaddr_in *addr,
+		     const struct sockaddr_in *netmask, char *buf, size_t len)
+{
+	struct in_addr net = {
+		.s_addr = addr->sin_addr.s_addr & netmask->sin_addr.s_addr,
+	};
+	char ip[INET_ADDRSTRLEN];
+	int prefix = __builtin_popcount(netmask->sin_addr.s_addr);
+	int n;
+
+	if (!inet_ntop(AF_INET, &net, ip, sizeof(ip)))
+		return -FI_EINVAL;
+	n = snprintf(buf, len, "%s/%d", ip, prefix);
+	return (n < 0 || (size_t) n >= len) ? -FI_ETOOSMALL : 0;
+}
+
+static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
+{
+	const struct nrma_dev_limits *lim = &dev->limits;
+
+	info->caps = NRMA_CAPS;
+	info->mode = 0;
+	info->addr_format = FI_SOCKADDR_IN;
+
+	info->tx_attr->caps = NRMA_TX_CAPS;
+	info->tx_attr->msg_order = FI_ORDER_NONE;
+	info->tx_attr->comp_order = FI_ORDER_NONE;
+	info->tx_attr->inject_size = 0;
+	info->tx_attr->size = min_size(nrma_params.tx_size, lim->max_qp_wr);
+	info->tx_attr->iov_limit = lim->max_sge;
+	info->tx_attr->rma_iov_limit = 1;	/* one remote address per WR */
+
+	info->rx_attr->caps = NRMA_RX_CAPS;
+	info->rx_attr->msg_order = FI_ORDER_NONE;
+	info->rx_attr->comp_order = FI_ORDER_NONE;
+	info->rx_attr->size = min_size(nrma_params.rx_size, lim->max_srq_wr);
+	info->rx_attr->iov_limit = min_size(lim->max_sge, lim->max_srq_sge);
+
+	info->ep_attr->type = FI_EP_RDM;
+	info->ep_attr->protocol = FI_PROTO_UNSPEC;
+	info->ep_attr->protocol_version = NRMA_PROTOCOL_VERSION;
+	info->ep_attr->max_msg_size = lim->max_msg_size;
+	info->ep_attr->tx_ctx_cnt = 1;
+	info->ep_attr->rx_ctx_cnt = 1;
+
+	info->domain_attr->caps = NRMA_DOMAIN_CAPS;
+	info->domain_attr->threading = FI_THREAD_SAFE;
+	info->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	info->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	info->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	info->domain_attr->av_type = FI_AV_UNSPEC;
+	info->domain_attr->mr_mode = mr_mode_required(NRMA_CAPS);
+	info->domain_attr->mr_key_size = NRMA_MR_KEY_SIZE;
+	info->domain_attr->cq_data_size = NRMA_CQ_DATA_SIZE;
+	info->domain_attr->cq_cnt = lim->max_cq;
+	info->domain_attr->ep_cnt = lim->max_qp;
+	info->domain_attr->tx_ctx_cnt = lim->max_qp;
+	info->domain_attr->rx_ctx_cnt = lim->max_qp;
+	info->domain_attr->max_ep_tx_ctx = 1;
+	info->domain_attr->max_ep_rx_ctx = 1;
+	info->domain_attr->cntr_cnt = nrma_params.cntr_max;
+	info->domain_attr->mr_iov_limit = 1;	/* a verbs MR is contiguous */
+	info->domain_attr->mr_cnt = lim->max_mr;
+}
+
+struct fi_info *nrma_info_alloc(const struct nrma_device *dev)
+{
+	struct fi_info *info;
+	char fabric[64];
+
+	if (nrma_fabric_name(&dev->addr, &dev->netmask, fabric, sizeof(fabric)))
+		return NULL;
+	info = fi_allocinfo();
+	if (!info)
+		return NULL;
+	fill_attrs(info, dev);
+	info->fabric_attr->name = strdup(fabric);
+	info->fabric_attr->prov_version = NRMA_PROV_VERSION;
+	info->domain_attr->name = strdup(dev->name);
+	if (!info->fabric_attr->name || !info->domain_attr->name) {
+		fi_freeinfo(info);
+		return NULL;
+	}
+	return info;
+}
+
+/* Hint matching: each returns true when the hints cannot be met. */
+
+static bool exceeds(size_t want, size_t have)
+{
+	return want > have;
+}
+
+static bool mode_unmet(uint64_t required, uint64_t offered)
+{
+	return required & ~offered;
+}
+
+static bool mr_mode_unmet(uint32_t version, uint64_t caps, int user_mode)
+{
+	uint64_t required;
+
+	/* Before 1.5 mr_mode is an enum; BASIC is what we do. */
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+		return user_mode != FI_MR_UNSPEC && user_mode != FI_MR_BASIC;
+	if (user_mode == FI_MR_BASIC)
+		return false;
+	if (user_mode & (FI_MR_BASIC | FI_MR_SCALABLE))
+		return true;
+	required = mr_mode_required(caps ? caps : NRMA_CAPS);
+	return user_mode != FI_MR_UNSPEC && (user_mode & required) != required;
+}
+
+static bool name_differs(const char *want, const char *have)
+{
+	return want && strcmp(want, have);
+}
+
+static bool progress_differs(enum fi_progress want, enum fi_progress have)
+{
+	return want != FI_PROGRESS_UNSPEC && want != have;
+}
+
+static bool domain_unmet(uint32_t version, const struct fi_domain_attr *prov,
+			 const struct fi_domain_attr *want, uint64_t caps)
+{
+	return name_differs(want->name, prov->name) ||
+	       progress_differs(want->control_progress, prov->control_progress) ||
+	       progress_differs(want->data_progress, prov->data_progress) ||
+	       (want->av_type != FI_AV_UNSPEC && want->av_type != FI_AV_MAP &&
+		want->av_type != FI_AV_TABLE) ||
+	       mr_mode_unmet(version, caps, want->mr_mode) ||
+	       exceeds(want->mr_key_size, prov->mr_key_size) ||
+	       exceeds(want->cq_data_size, prov->cq_data_size) ||
+	       exceeds(want->cq_cnt, prov->cq_cnt) ||
+	       exceeds(want->ep_cnt, prov->ep_cnt) ||
+	       exceeds(want->tx_ctx_cnt, prov->tx_ctx_cnt) ||
+	       exceeds(want->rx_ctx_cnt, prov->rx_ctx_cnt) ||
+	       exceeds(want->max_ep_tx_ctx, prov->max_ep_tx_ctx) ||
+	       exceeds(want->max_ep_rx_ctx, prov->max_ep_rx_ctx) ||
+	       exceeds(want->max_ep_stx_ctx, prov->max_ep_stx_ctx) ||
+	       exceeds(want->max_ep_srx_ctx, prov->max_ep_srx_ctx) ||
+	       exceeds(want->cntr_cnt, prov->cntr_cnt) ||
+	       exceeds(want->mr_iov_limit, prov->mr_iov_limit) ||
+	       exceeds(want->mr_cnt, prov->mr_cnt) ||
+	       exceeds(want->max_err_data, prov->max_err_data) ||
+	       exceeds(want->auth_key_size, 0) ||
+	       mode_unmet(want->caps, prov->caps) ||
+	       mode_unmet(prov->mode, want->mode);
+}
+
+static bool ep_unmet(const struct fi_ep_attr *prov, const struct fi_ep_attr *want)
+{
+	return (want->type != FI_EP_UNSPEC && want->type != prov->type) ||
+	       (want->protocol != FI_PROTO_UNSPEC &&
+		want->protocol != prov->protocol) ||
+	       exceeds(want->protocol_version, prov->protocol_version) ||
+	       exceeds(want->max_msg_size, prov->max_msg_size) ||
+	       exceeds(want->max_order_raw_size, prov->max_order_raw_size) ||
+	       exceeds(want->max_order_war_size, prov->max_order_war_size) ||
+	       exceeds(want->max_order_waw_size, prov->max_order_waw_size) ||
+	       exceeds(want->tx_ctx_cnt, prov->tx_ctx_cnt) ||
+	       exceeds(want->rx_ctx_cnt, prov->rx_ctx_cnt) ||
+	       exceeds(want->auth_key_size, 0);
+}
+
+static bool tx_unmet(const struct fi_tx_attr *prov, const struct fi_tx_attr *want)
+{
+	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
+	       mode_unmet(prov->mode, want->mode) ||
+	       mode_unmet(want->msg_order, prov->msg_order) ||
+	       mode_unmet(want->comp_order, prov->comp_order) ||
+	       exceeds(want->inject_size, prov->inject_size) ||
+	       exceeds(want->size, prov->size) ||
+	       exceeds(want->iov_limit, prov->iov_limit) ||
+	       exceeds(want->rma_iov_limit, prov->rma_iov_limit);
+}
+
+static bool rx_unmet(const struct fi_rx_attr *prov, const struct fi_rx_attr *want)
+{
+	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
+	       mode_unmet(prov->mode, want->mode) ||
+	       mode_unmet(want->msg_order, prov->msg_order) ||
+	       mode_unmet(want->comp_order, prov->comp_order) ||
+	       exceeds(want->size, prov->size) ||
+	       exceeds(want->iov_limit, prov->iov_limit);
+}
+
+int nrma_info_match(uint32_t version, const struct fi_info *prov,
+		    const struct fi_info *hints)
+{
+	if (!hints)
+		return 0;
+	if (mode_unmet(hints->caps, prov->caps) ||
+	    mode_unmet(prov->mode, hints->mode) ||
+	    (hints->addr_format != FI_FORMAT_UNSPEC &&
+	     hints->addr_format != FI_SOCKADDR &&
+	     hints->addr_format != FI_SOCKADDR_IN))
+		return -FI_ENODATA;
+	if ((hints->fabric_attr &&
+	     name_differs(hints->fabric_attr->name, prov->fabric_attr->name)) ||
+	    (hints->domain_attr &&
+	     domain_unmet(version, prov->domain_attr, hints->domain_attr,
+			  hints->caps)) ||
+	    (hints->ep_attr && ep_unmet(prov->ep_attr, hints->ep_attr)) ||
+	    (hints->tx_attr && tx_unmet(prov->tx_attr, hints->tx_attr)) ||
+	    (hints->rx_attr && rx_unmet(prov->rx_attr, hints->rx_attr)))
+		return -FI_ENODATA;
+	return 0;
+}
+
+static size_t hinted(size_t want, size_t have)
+{
+	return want ? want : have;
+}
+
+/* Shapes a matching info to what the application asked for. */
+void nrma_info_narrow(uint32_t version, struct fi_info *info,
+		      const struct fi_info *hints)
+{
+	struct fi_domain_attr *dom = info->domain_attr;
+
+	info->fabric_attr->api_version = version;
+	if (!hints) {
+		if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+			dom->mr_mode = FI_MR_BASIC;
+		return;
+	}
+	if (hints->caps) {
+		info->caps = hints->caps | NRMA_DOMAIN_CAPS;
+		info->tx_attr->caps &= info->caps;
+		info->rx_attr->caps &= info->caps;
+	}
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
+	    (hints->domain_attr && hints->domain_attr->mr_mode == FI_MR_BASIC))
+		dom->mr_mode = FI_MR_BASIC;
+	else
+		dom->mr_mode = mr_mode_required(info->caps);
+	if (hints->domain_attr) {
+		const struct fi_domain_attr *want = hints->domain_attr;
+
+		if (want->threading != FI_THREAD_UNSPEC)
+			dom->threading = want->threading;
+		if (want->resource_mgmt != FI_RM_UNSPEC)
+			dom->resource_mgmt = want->resource_mgmt;
+		dom->av_type = want->av_type;
+	}
+	if (hints->tx_attr) {
+		info->tx_attr->op_flags = hints->tx_attr->op_flags;
+		info->tx_attr->size = hinted(hints->tx_attr->size,
+					     info->tx_attr->size);
+		info->tx_attr->iov_limit = hinted(hints->tx_attr->iov_limit,
+						  info->tx_attr->iov_limit);
+	}
+	if (hints->rx_attr) {
+		info->rx_attr->op_flags = hints->rx_attr->op_flags;
+		info->rx_attr->size = hinted(hints->rx_attr->size,
+					     info->rx_attr->size);
+		info->rx_attr->iov_limit = hinted(hints->rx_attr->iov_limit,
+						  info->rx_attr->iov_limit);
+	}
+}
+
+/* Addresses that fi_getinfo's node, service, flags and hints ask for. */
+struct nrma_addr_req {
+	struct sockaddr_in src;
+	struct sockaddr_in dest;
+	bool has_src;
+	bool has_dest;
+};
+
+static int resolve(const char *node, const char *service, uint64_t flags,
+		   struct sockaddr_in *sin)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_INET,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = (flags & FI_NUMERICHOST ? AI_NUMERICHOST : 0) |
+			    (node ? 0 : AI_PASSIVE),
+	};
+	struct addrinfo *ai;
+
+	if (getaddrinfo(node, service, &hints, &ai))
+		return -FI_ENODATA;
+	memcpy(sin, ai->ai_addr, sizeof(*sin));
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static int copy_hint_addr(const void *addr, size_t len, uint32_t format,
+			  struct sockaddr_in *sin)
+{
+	if ((format != FI_SOCKADDR && format != FI_SOCKADDR_IN) ||
+	    len < sizeof(*sin) || ((const struct sockaddr *) addr)->sa_family != AF_INET)
+		return -FI_ENODATA;
+	memcpy(sin, addr, sizeof(*sin));
+	return 0;
+}
+
+static int addr_request(const char *node, const char *service, uint64_t flags,
+			const struct fi_info *hints, struct nrma_addr_req *req)
+{
+	int ret = 0;
+
+	memset(req, 0, sizeof(*req));
+	if ((flags & FI_SOURCE) || (!node && service)) {
+		if (node || service) {
+			ret = resolve(node, service, flags, &req->src);
+			req->has_src = !ret;
+		}
+	} else if (node) {
+		ret = resolve(node, service, flags, &req->dest);
+		req->has_dest = !ret;
+	}
+	if (ret)
+		return ret;
+	if (!req->has_src && hints && hints->src_addr) {
+		ret = copy_hint_addr(hints->src_addr, hints->src_addrlen,
+				     hints->addr_format, &req->src);
+		req->has_src = !ret;
+	}
+	if (!ret && !req->has_dest && hints && hints->dest_addr) {
+		ret = copy_hint_addr(hints->dest_addr, hints->dest_addrlen,
+				     hints->addr_format, &req->dest);
+		req->has_dest = !ret;
+	}
+	return ret;
+}
+
+static int set_addr(void **addr, size_t *len, const struct sockaddr_in *sin)
+{
+	*addr = malloc(sizeof(*sin));
+	if (!*addr)
+		return -FI_ENOMEM;
+	memcpy(*addr, sin, sizeof(*sin));
+	*len = sizeof(*sin);
+	return 0;
+}
+
+/* A device serves a source address that is its own or the wildcard. */
+static bool device_serves(const struct nrma_device *dev,
+			  const struct nrma_addr_req *req)
+{
+	return !req->has_src || req->src.sin_addr.s_addr == INADDR_ANY ||
+	       req->src.sin_addr.s_addr == dev->addr.sin_addr.s_addr;
+}
+
+static int set_info_addrs(struct fi_info *info, const struct nrma_device *dev,
+			  const struct nrma_addr_req *req)
+{
+	struct sockaddr_in src = dev->addr;
+	int ret;
+
+	src.sin_port = req->has_src ? req->src.sin_port : 0;
+	ret = set_addr(&info->src_addr, &info->src_addrlen, &src);
+	if (!ret && req->has_dest)
+		ret = set_addr(&info->dest_addr, &info->dest_addrlen, &req->dest);
+	return ret;
+}
+
+static int device_info(uint32_t version, const struct nrma_device *dev,
+		       const struct nrma_addr_req *req,
+		       const struct fi_info *hints, struct fi_info **info)
+{
+	struct fi_info *fi;
+	int ret;
+
+	if (!device_serves(dev, req))
+		return -FI_ENODATA;
+	fi = nrma_info_alloc(dev);
+	if (!fi)
+		return -FI_ENOMEM;
+	ret = nrma_info_match(version, fi, hints);
+	if (!ret) {
+		nrma_info_narrow(version, fi, hints);
+		ret = set_info_addrs(fi, dev, req);
+	}
+	if (ret) {
+		fi_freeinfo(fi);
+		return ret;
+	}
+	*info = fi;
+	return 0;
+}
+
+int nrma_getinfo(uint32_t version, const char *node, const char *service,
+		 uint64_t flags, const struct fi_info *hints,
+		 struct fi_info **info)
+{
+	struct fi_info *head = NULL, **tail = &head;
+	struct nrma_addr_req req;
+	int ret;
+
+	ret = addr_request(node, service, flags, hints, &req);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < nrma_device_count; i++) {
+		ret = device_info(version, &nrma_devices[i], &req, hints, tail);
+		if (ret == -FI_ENODATA)
+			continue;
+		if (ret) {
+			fi_freeinfo(head);
+			return ret;
+		}
+		tail = &(*tail)->next;
+	}
+	*info = head;
+	return head ? 0 : -FI_ENODATA;
+}

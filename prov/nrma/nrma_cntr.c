@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdlib.h>
+#include <time.h>
+
+#include "nrma.h"
+#include "nrma_enosys.h"
+
+static struct nrma_cntr *cntr_of(struct fid_cntr *cntr_fid)
+{
+	return nrma_container_of(cntr_fid, struct nrma_cntr, cntr_fid);
+}
+
+static uint64_t nrma_cntr_read(struct fid_cntr *cntr_fid)
+{
+	return atomic_load(&cntr_of(cntr_fid)->value);
+}
+
+static uint64_t nrma_cntr_readerr(struct fid_cntr *cntr_fid)
+{
+	return atomic_load(&cntr_of(cntr_fid)->err);
+}
+
+static int nrma_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+
+	atomic_fetch_add(&cntr->value, value);
+	nrma_wait_signal(&cntr->wait);
+	return 0;
+}
+
+static int nrma_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+
+	atomic_store(&cntr->value, value);
+	nrma_wait_signal(&cntr->wait);
+	return 0;
+}
+
+static int nrma_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+
+	atomic_fetch_add(&cntr->err, value);
+	nrma_wait_signal(&cntr->wait);
+	return 0;
+}
+
+static int nrma_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+
+	atomic_store(&cntr->err, value);
+	nrma_wait_signal(&cntr->wait);
+	return 0;
+}
+
+static long elapsed_us(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000000 +
+	       (now.tv_nsec - start->tv_nsec) / 1000;
+}
+
+/*
+ * Polls for wait_spin_us, then sleeps on the wait object; any update to
+ * the counter wakes it.  A new error ends the wait with -FI_EAVAIL.
+ */
+static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
+			  int timeout)
+{
+	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	uint64_t errors = atomic_load(&cntr->err);
+	struct timespec start;
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		if (atomic_load(&cntr->value) >= threshold)
+			return 0;
+		if (atomic_load(&cntr->err) != errors)
+			return -FI_EAVAIL;
+		if (!nrma_timeout_left(&start, timeout))
+			return -FI_ETIMEDOUT;
+		if (elapsed_us(&start) < nrma_params.wait_spin_us)
+			continue;
+		/* Recheck after draining: a signal may have been eaten. */
+		nrma_wait_drain(&cntr->wait);
+		if (atomic_load(&cntr->value) >= threshold)
+			return 0;
+		if (atomic_load(&cntr->err) != errors)
+			return -FI_EAVAIL;
+		ret = nrma_wait_block(&cntr->wait,
+				      nrma_timeout_left(&start, timeout));
+		if (ret && ret != -FI_ETIMEDOUT)
+			return ret;
+	}
+}
+
+int nrma_cntr_trywait(struct nrma_cntr *cntr)
+{
+	/* Every change signals the fd, so one drained now wakes on the next. */
+	nrma_wait_drain(&cntr->wait);
+	return 0;
+}
+
+static int nrma_cntr_control(struct fid *fid, int command, void *arg)
+{
+	struct nrma_cntr *cntr =
+		nrma_container_of(fid, struct nrma_cntr, cntr_fid.fid);
+
+	return nrma_wait_control(&cntr->wait, command, arg);
+}
+
+static int nrma_cntr_close(struct fid *fid)
+{
+	struct nrma_cntr *cntr =
+		nrma_container_of(fid, struct nrma_cntr, cntr_fid.fid);
+
+	if (atomic_load(&cntr->ref))
+		return -FI_EBUSY;
+	nrma_wait_close(&cntr->wait);
+	atomic_fetch_sub(&cntr->domain->ref, 1);
+	free(cntr);
+	return 0;
+}
+
+static struct fi_ops nrma_cntr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nrma_cntr_close,
+	.bind = nrma_no_bind,
+	.control = nrma_cntr_control,
+	.ops_open = nrma_no_ops_open,
+};
+
+static struct fi_ops_cntr nrma_cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr),
+	.read = nrma_cntr_read,
+	.readerr = nrma_cntr_readerr,
+	.add = nrma_cntr_add,
+	.set = nrma_cntr_set,
+	.wait = nrma_cntr_wait,
+	.adderr = nrma_cntr_adderr,
+	.seterr = nrma_cntr_seterr,
+};
+
+int nrma_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
+		   struct fid_cntr **cntr_fid, void *context)
+{
+	struct nrma_domain *domain =
+		nrma_container_of(domain_fid, struct nrma_domain, domain_fid);
+	struct fi_cntr_attr defaults = { .events = FI_CNTR_EVENTS_COMP,
+					 .wait_obj = FI_WAIT_UNSPEC };
+	struct nrma_cntr *cntr;
+	int ret;
+
+	if (!attr)
+		attr = &defaults;
+	if (attr->events != FI_CNTR_EVENTS_COMP || attr->flags)
+		return -FI_EINVAL;
+	if (attr->wait_set)
+		return -FI_ENOSYS;
+	cntr = calloc(1, sizeof(*cntr));
+	if (!cntr)
+		return -FI_ENOMEM;
+	ret = nrma_wait_open(&cntr->wait, attr->wait_obj);
+	if (ret) {
+		free(cntr);
+		return ret;
+	}
+	cntr->domain = domain;
+	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
+	cntr->cntr_fid.fid.context = context;
+	cntr->cntr_fid.fid.ops = &nrma_cntr_fi_ops;
+	cntr->cntr_fid.ops = &nrma_cntr_ops;
+	atomic_fetch_add(&domain->ref, 1);
+	*cntr_fid = &cntr->cntr_fid;
+	return 0;
+}

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Completion queues.  Completions wait in a ring sized as the application
+ * asked; errors wait in a list and take precedence, as fi_cq(3) reads:
+ * while one is pending, fi_cq_read returns -FI_EAVAIL.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nrma.h"
+#include "nrma_enosys.h"
+#include "nrma_verbs.h"
+
+#define NRMA_CQ_MAX_SIZE	(1u << 20)
+
+static struct nrma_cq *cq_of(struct fid_cq *cq_fid)
+{
+	return nrma_container_of(cq_fid, struct nrma_cq, cq_fid);
+}
+
+static size_t format_size(enum fi_cq_format format)
+{
+	switch (format) {
+	case FI_CQ_FORMAT_CONTEXT:
+		return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(struct fi_cq_tagged_entry);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The formats are prefixes of fi_cq_tagged_entry, so copying the first
+ * format_size() bytes of the stored entry yields any of them.
+ */
+static void copy_entry(const struct nrma_cq *cq, void *dst,
+		       const struct nrma_cq_entry *entry)
+{
+	memcpy(dst, &entry->comp, format_size(cq->format));
+}
+
+static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
+			      fi_addr_t *src_addr)
+{
+	size_t n, size = format_size(cq->format);
+
+	if (!nrma_dlist_empty(&cq->errors))
+		return -FI_EAVAIL;
+	if (nrma_ring_empty(&cq->comps))
+		return -FI_EAGAIN;
+	for (n = 0; n < count && n < cq->comps.count; n++) {
+		const struct nrma_cq_entry *entry = nrma_ring_at(&cq->comps, n);
+
+		copy_entry(cq, (char *) buf + n * size, entry);
+		if (src_addr)
+			src_addr[n] = entry->src_addr;
+	}
+	nrma_ring_consume(&cq->comps, n);
+	if (nrma_ring_empty(&cq->comps))
+		nrma_wait_drain(&cq->wait);
+	return n;
+}
+
+static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+				fi_addr_t *src_addr)
+{
+	struct nrma_cq *cq = cq_of(cq_fid);
+	ssize_t ret;
+
+	if (!buf && count)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	ret = cq_read_locked(cq, buf, count, src_addr);
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
+static ssize_t nrma_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+{
+	return nrma_cq_readfrom(cq_fid, buf, count, NULL);
+}
+
+static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
+			       struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct nrma_cq *cq = cq_of(cq_fid);
+	struct nrma_dlist *item;
+	struct nrma_cq_err *err;
+	size_t size;
+
+	if (flags)
+		return -FI_EBADFLAGS;
+	pthread_mutex_lock(&cq->lock);
+	item = nrma_dlist_pop_front(&cq->errors);
+	if (!item) {
+		pthread_mutex_unlock(&cq->lock);
+		return -FI_EAGAIN;
+	}
+	if (nrma_dlist_empty(&cq->errors) && nrma_ring_empty(&cq->comps))
+		nrma_wait_drain(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+
+	err = nrma_container_of(item, struct nrma_cq_err, link);
+	size = nrma_err_entry_size(cq->domain->fabric->api_version,
+				   sizeof(*buf),
+				   offsetof(struct fi_cq_err_entry, err_data_size));
+	memcpy(buf, &err->err, size);
+	free(err);
+	return 1;
+}
+
+static bool cq_ready(const struct nrma_cq *cq)
+{
+	size_t need = cq->wait_cond == FI_CQ_COND_THRESHOLD ? cq->threshold : 1;
+
+	return !nrma_dlist_empty(&cq->errors) || cq->comps.count >= need;
+}
+
+/* Reads what is ready, or returns -FI_EAGAIN to keep waiting. */
+static ssize_t cq_sread_step(struct nrma_cq *cq, void *buf, size_t count,
+			     fi_addr_t *src_addr, bool *woken)
+{
+	ssize_t ret = -FI_EAGAIN;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq_ready(cq)) {
+		ret = cq_read_locked(cq, buf, count, src_addr);
+	} else if (cq->signaled) {
+		cq->signaled = false;	/* fi_cq_signal wakes one sread */
+		nrma_wait_drain(&cq->wait);
+		*woken = true;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
+static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
+				 size_t count, fi_addr_t *src_addr,
+				 const void *cond, int timeout)
+{
+	struct nrma_cq *cq = cq_of(cq_fid);
+	struct timespec start;
+	bool woken = false;
+	ssize_t ret;
+
+	if (cq->wait.type == FI_WAIT_NONE)
+		return -FI_EINVAL;
+	if (cq->wait_cond == FI_CQ_COND_THRESHOLD && cond)
+		cq->threshold = *(const size_t *) cond;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		ret = cq_sread_step(cq, buf, count, src_addr, &woken);
+		if (ret != -FI_EAGAIN || woken)
+			return ret;
+		ret = nrma_wait_block(&cq->wait,
+				      nrma_timeout_left(&start, timeout));
+		if (ret == -FI_ETIMEDOUT)
+			return nrma_cq_readfrom(cq_fid, buf, count, src_addr);
+		if (ret)
+			return ret;
+	}
+}
+
+static ssize_t nrma_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+			     const void *cond, int timeout)
+{
+	return nrma_cq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+}
+
+static int nrma_cq_signal(struct fid_cq *cq_fid)
+{
+	struct nrma_cq *cq = cq_of(cq_fid);
+
+	pthread_mutex_lock(&cq->lock);
+	cq->signaled = true;
+	nrma_wait_signal(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+static const char *nrma_cq_strerror(struct fid_cq *cq_fid, int prov_errno,
+				    const void *err_data, char *buf, size_t len)
+{
+	const char *str = nrma_verbs_status_str(prov_errno);
+
+	(void) cq_fid;
+	(void) err_data;
+	if (buf && len) {
+		strncpy(buf, str, len - 1);
+		buf[len - 1] = '\0';
+	}
+	return str;
+}
+
+int nrma_cq_trywait(struct nrma_cq *cq)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq_ready(cq)) {
+		ret = -FI_EAGAIN;
+	} else {
+		/* A signal nobody waited for is stale once we go to sleep. */
+		cq->signaled = false;
+		nrma_wait_drain(&cq->wait);
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
+static int nrma_cq_control(struct fid *fid, int command, void *arg)
+{
+	struct nrma_cq *cq = nrma_container_of(fid, struct nrma_cq, cq_fid.fid);
+
+	return nrma_wait_control(&cq->wait, command, arg);
+}
+
+static int nrma_cq_close(struct fid *fid)
+{
+	struct nrma_cq *cq = nrma_container_of(fid, struct nrma_cq, cq_fid.fid);
+	struct nrma_dlist *item;
+
+	if (atomic_load(&cq->ref))
+		return -FI_EBUSY;
+	while ((item = nrma_dlist_pop_front(&cq->errors)))
+		free(nrma_container_of(item, struct nrma_cq_err, link));
+	nrma_ring_fini(&cq->comps);
+	nrma_wait_close(&cq->wait);
+	pthread_mutex_destroy(&cq->lock);
+	atomic_fetch_sub(&cq->domain->ref, 1);
+	free(cq);
+	return 0;
+}
+
+static struct fi_ops nrma_cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nrma_cq_close,
+	.bind = nrma_no_bind,
+	.control = nrma_cq_control,
+	.ops_open = nrma_no_ops_open,
+};
+
+static struct fi_ops_cq nrma_cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = nrma_cq_read,
+	.readfrom = nrma_cq_readfrom,
+	.readerr = nrma_cq_readerr,
+	.sread = nrma_cq_sread,
+	.sreadfrom = nrma_cq_sreadfrom,
+	.signal = nrma_cq_signal,
+	.strerror = nrma_cq_strerror,
+};
+
+static int cq_attr_check(const struct fi_cq_attr *attr)
+{
+	if (attr->flags & ~FI_AFFINITY)
+		return -FI_EBADFLAGS;
+	if ((attr->flags & FI_AFFINITY) || attr->wait_set)
+		return -FI_ENOSYS;
+	if (attr->format != FI_CQ_FORMAT_UNSPEC && !format_size(attr->format))
+		return -FI_EINVAL;
+	if (attr->wait_cond != FI_CQ_COND_NONE &&
+	    attr->wait_cond != FI_CQ_COND_THRESHOLD)
+		return -FI_EINVAL;
+	if (attr->size > NRMA_CQ_MAX_SIZE)
+		return -FI_EINVAL;
+	return 0;
+}
+
+int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
+		 struct fid_cq **cq_fid, void *context)
+{
+	struct nrma_domain *domain =
+		nrma_container_of(domain_fid, struct nrma_domain, domain_fid);
+	struct nrma_cq *cq;
+	int ret;
+
+	if (!attr)
+		return -FI_EINVAL;
+	ret = cq_attr_check(attr);
+	if (ret)
+		return ret;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	ret = nrma_ring_init(&cq->comps, attr->size ? attr->size :
+			     nrma_params.cq_size, sizeof(struct nrma_cq_entry));
+	if (ret)
+		goto err_free;
+	ret = nrma_wait_open(&cq->wait, attr->wait_obj);
+	if (ret)
+		goto err_ring;
+	pthread_mutex_init(&cq->lock, NULL);
+	nrma_dlist_init(&cq->errors);
+	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
+		     FI_CQ_FORMAT_CONTEXT : attr->format;
+	cq->wait_cond = attr->wait_cond;
+	cq->threshold = 1;
+	cq->domain = domain;
+	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
+	cq->cq_fid.fid.context = context;
+	cq->cq_fid.fid.ops = &nrma_cq_fi_ops;
+	cq->cq_fid.ops = &nrma_cq_ops;
+	atomic_fetch_add(&domain->ref, 1);
+	*cq_fid = &cq->cq_fid;
+	return 0;
+
+err_ring:
+	nrma_ring_fini(&cq->comps);
+err_free:
+	free(cq);
+	return ret;
+}

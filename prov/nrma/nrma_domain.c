@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrma.h"
+#include "nrma_enosys.h"
+#include "nrma_verbs.h"
+
+static int nrma_domain_close(struct fid *fid)
+{
+	struct nrma_domain *domain =
+		nrma_container_of(fid, struct nrma_domain, domain_fid.fid);
+
+	if (atomic_load(&domain->ref))
+		return -FI_EBUSY;
+	if (domain->eq)
+		atomic_fetch_sub(&domain->eq->ref, 1);
+	nrma_verbs_domain_close(domain->verbs);
+	atomic_fetch_sub(&domain->fabric->ref, 1);
+	fi_freeinfo(domain->info);
+	free(domain);
+	return 0;
+}
+
+/* An EQ bound to a domain receives asynchronous errors. */
+static int nrma_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct nrma_domain *domain =
+		nrma_container_of(fid, struct nrma_domain, domain_fid.fid);
+
+	if (bfid->fclass != FI_CLASS_EQ)
+		return -FI_EINVAL;
+	if (flags & FI_REG_MR)
+		return -FI_ENOSYS;	/* registrations complete at once */
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (domain->eq)
+		return -FI_EINVAL;
+	domain->eq = nrma_container_of(bfid, struct nrma_eq, eq_fid.fid);
+	atomic_fetch_add(&domain->eq->ref, 1);
+	return 0;
+}
+
+static struct fi_ops nrma_domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nrma_domain_close,
+	.bind = nrma_domain_bind,
+	.control = nrma_no_control,
+	.ops_open = nrma_no_ops_open,
+};
+
+static struct fi_ops_domain nrma_domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = nrma_av_open,
+	.cq_open = nrma_cq_open,
+	.endpoint = nrma_ep_open,
+	.scalable_ep = nrma_no_scalable_ep,
+	.cntr_open = nrma_cntr_open,
+	.poll_open = nrma_no_poll_open,
+	.stx_ctx = nrma_no_stx_ctx,
+	.srx_ctx = nrma_no_srx_ctx,
+	.query_atomic = nrma_no_query_atomic,
+	.query_collective = nrma_no_query_collective,
+	.endpoint2 = nrma_no_endpoint2,
+};
+
+static const struct nrma_device *device_by_name(const char *name)
+{
+	for (size_t i = 0; i < nrma_device_count; i++)
+		if (!name || !strcmp(nrma_devices[i].name, name))
+			return &nrma_devices[i];
+	return NULL;
+}
+
+int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
+		     struct fid_domain **domain_fid, void *context)
+{
+	struct nrma_fabric *fabric =
+		nrma_container_of(fabric_fid, struct nrma_fabric, fabric_fid);
+	const struct nrma_device *dev;
+	struct nrma_domain *domain;
+	int ret;
+
+	if (!info || !info->domain_attr || !info->fabric_attr)
+		return -FI_EINVAL;
+	dev = device_by_name(info->domain_attr->name);
+	if (!dev)
+		return -FI_ENODEV;
+	domain = calloc(1, sizeof(*domain));
+	if (!domain)
+		return -FI_ENOMEM;
+	domain->info = fi_dupinfo(info);
+	if (!domain->info) {
+		ret = -FI_ENOMEM;
+		goto err;
+	}
+	ret = nrma_verbs_domain_open(dev, &domain->verbs);
+	if (ret)
+		goto err;
+	domain->device = dev;
+	domain->fabric = fabric;
+	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
+	domain->domain_fid.fid.context = context;
+	domain->domain_fid.fid.ops = &nrma_domain_fi_ops;
+	domain->domain_fid.ops = &nrma_domain_ops;
+	domain->domain_fid.mr = &nrma_mr_ops;
+	atomic_fetch_add(&fabric->ref, 1);
+	*domain_fid = &domain->domain_fid;
+	return 0;
+err:
+	fi_freeinfo(domain->info);
+	free(domain);
+	return ret;
+}

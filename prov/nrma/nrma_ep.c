@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * RDM endpoints.  An endpoint is named by the address of its rdmacm
+ * listener, which it binds when opened, so fi_getname works at once and
+ * the name never changes after fi_enable.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrma.h"
+#include "nrma_enosys.h"
+#include "nrma_verbs.h"
+
+#define NRMA_CQ_BIND_FLAGS	(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)
+#define NRMA_CNTR_BIND_FLAGS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
+				 FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static struct nrma_ep *ep_of_fid(struct fid *fid)
+{
+	return nrma_container_of(fid, struct nrma_ep, ep_fid.fid);
+}
+
+static int bind_cq(struct nrma_ep *ep, struct nrma_cq *cq, uint64_t flags)
+{
+	if (flags & ~NRMA_CQ_BIND_FLAGS)
+		return -FI_EBADFLAGS;
+	if (!(flags & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if (((flags & FI_TRANSMIT) && ep->tx_cq) ||
+	    ((flags & FI_RECV) && ep->rx_cq))
+		return -FI_EINVAL;
+	if (flags & FI_TRANSMIT) {
+		ep->tx_cq = cq;
+		ep->tx_cq_flags = flags;
+		atomic_fetch_add(&cq->ref, 1);
+	}
+	if (flags & FI_RECV) {
+		ep->rx_cq = cq;
+		ep->rx_cq_flags = flags;
+		atomic_fetch_add(&cq->ref, 1);
+	}
+	return 0;
+}
+
+static int bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
+{
+	if (*slot)
+		return -FI_EINVAL;
+	*slot = cntr;
+	atomic_fetch_add(&cntr->ref, 1);
+	return 0;
+}
+
+static int bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
+{
+	int ret = 0;
+
+	if (flags & ~NRMA_CNTR_BIND_FLAGS)
+		return -FI_EBADFLAGS;
+	if (!flags)
+		return -FI_EINVAL;
+	/* Remote counters need FI_RMA_EVENT, which is not offered yet. */
+	if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		return -FI_ENOSYS;
+	if ((flags & FI_SEND) && !ret)
+		ret = bind_cntr_slot(&ep->send_cntr, cntr);
+	if ((flags & FI_RECV) && !ret)
+		ret = bind_cntr_slot(&ep->recv_cntr, cntr);
+	if ((flags & FI_READ) && !ret)
+		ret = bind_cntr_slot(&ep->read_cntr, cntr);
+	if ((flags & FI_WRITE) && !ret)
+		ret = bind_cntr_slot(&ep->write_cntr, cntr);
+	return ret;
+}
+
+static int bind_av(struct nrma_ep *ep, struct nrma_av *av, uint64_t flags)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (ep->av)
+		return -FI_EINVAL;
+	ep->av = av;
+	atomic_fetch_add(&av->ref, 1);
+	return 0;
+}
+
+static int bind_eq(struct nrma_ep *ep, struct nrma_eq *eq, uint64_t flags)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (ep->eq)
+		return -FI_EINVAL;
+	ep->eq = eq;
+	atomic_fetch_add(&eq->ref, 1);
+	return 0;
+}
+
+/* The domain of a fid that may be bound to an endpoint, or NULL. */
+static struct nrma_domain *bound_domain(struct fid *bfid)
+{
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		return nrma_container_of(bfid, struct nrma_cq, cq_fid.fid)->domain;
+	case FI_CLASS_CNTR:
+		return nrma_container_of(bfid, struct nrma_cntr,
+					 cntr_fid.fid)->domain;
+	case FI_CLASS_AV:
+		return nrma_container_of(bfid, struct nrma_av, av_fid.fid)->domain;
+	default:
+		return NULL;
+	}
+}
+
+static int ep_bind_locked(struct nrma_ep *ep, struct fid *bfid, uint64_t flags)
+{
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (bfid->fclass != FI_CLASS_EQ && bound_domain(bfid) != ep->domain)
+		return -FI_EINVAL;
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		return bind_cq(ep, nrma_container_of(bfid, struct nrma_cq,
+						     cq_fid.fid), flags);
+	case FI_CLASS_CNTR:
+		return bind_cntr(ep, nrma_container_of(bfid, struct nrma_cntr,
+						       cntr_fid.fid), flags);
+	case FI_CLASS_AV:
+		return bind_av(ep, nrma_container_of(bfid, struct nrma_av,
+						     av_fid.fid), flags);
+	case FI_CLASS_EQ:
+		return bind_eq(ep, nrma_container_of(bfid, struct nrma_eq,
+						     eq_fid.fid), flags);
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct nrma_ep *ep = ep_of_fid(fid);
+	int ret;
+
+	if (!bfid)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->lock);
+	ret = ep_bind_locked(ep, bfid, flags);
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+/* Each direction needs somewhere to report completions. */
+static int ep_enable_check(const struct nrma_ep *ep)
+{
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (!ep->av)
+		return -FI_ENOAV;
+	if (!ep->tx_cq && !ep->send_cntr && !ep->read_cntr && !ep->write_cntr)
+		return -FI_ENOCQ;
+	if (!ep->rx_cq && !ep->recv_cntr)
+		return -FI_ENOCQ;
+	return 0;
+}
+
+static int ep_enable(struct nrma_ep *ep)
+{
+	int ret;
+
+	pthread_mutex_lock(&ep->lock);
+	ret = ep_enable_check(ep);
+	if (!ret)
+		ret = nrma_listener_listen(ep->listener);
+	if (!ret)
+		ep->enabled = true;
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static int nrma_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct nrma_ep *ep = ep_of_fid(fid);
+
+	switch (command) {
+	case FI_ENABLE:
+		return ep_enable(ep);
+	case FI_GETOPSFLAG:
+		if (!arg)
+			return -FI_EINVAL;
+		*(uint64_t *) arg = (*(uint64_t *) arg & FI_TRANSMIT) ?
+				    ep->info->tx_attr->op_flags :
+				    ep->info->rx_attr->op_flags;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static void unbind_cntr(struct nrma_cntr *cntr)
+{
+	if (cntr)
+		atomic_fetch_sub(&cntr->ref, 1);
+}
+
+static void ep_unbind_all(struct nrma_ep *ep)
+{
+	if (ep->tx_cq)
+		atomic_fetch_sub(&ep->tx_cq->ref, 1);
+	if (ep->rx_cq)
+		atomic_fetch_sub(&ep->rx_cq->ref, 1);
+	unbind_cntr(ep->send_cntr);
+	unbind_cntr(ep->recv_cntr);
+	unbind_cntr(ep->read_cntr);
+	unbind_cntr(ep->write_cntr);
+	if (ep->av)
+		atomic_fetch_sub(&ep->av->ref, 1);
+	if (ep->eq)
+		atomic_fetch_sub(&ep->eq->ref, 1);
+}
+
+static int nrma_ep_close(struct fid *fid)
+{
+	struct nrma_ep *ep = ep_of_fid(fid);
+
+	nrma_listener_close(ep->listener);
+	ep_unbind_all(ep);
+	pthread_mutex_destroy(&ep->lock);
+	atomic_fetch_sub(&ep->domain->ref, 1);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return 0;
+}
+
+static struct fi_ops nrma_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nrma_ep_close,
+	.bind = nrma_ep_bind,
+	.control = nrma_ep_control,
+	.ops_open = nrma_no_ops_open,
+};
+
+static int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct nrma_ep *ep = ep_of_fid(fid);
+	struct sockaddr_in name;
+	size_t room;
+	int ret;
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->lock);
+	ret = nrma_listener_name(ep->listener, &name);
+	pthread_mutex_unlock(&ep->lock);
+	if (ret)
+		return ret;
+	room = *addrlen;
+	*addrlen = sizeof(name);
+	if (room < sizeof(name))
+		return -FI_ETOOSMALL;
+	memcpy(addr, &name, sizeof(name));
+	return 0;
+}
+
+/* Rebinds the listener; only before fi_enable, while nobody knows us. */
+static int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_listener *listener;
+	int ret;
+
+	if (!addr || addrlen != sizeof(struct sockaddr_in) ||
+	    ((struct sockaddr *) addr)->sa_family != AF_INET)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->lock);
+	if (ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	ret = nrma_listener_open(addr, &listener);
+	if (!ret) {
+		nrma_listener_close(ep->listener);
+		ep->listener = listener;
+	}
+out:
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static struct fi_ops_cm nrma_ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = nrma_ep_setname,
+	.getname = nrma_ep_getname,
+	.getpeer = nrma_no_getpeer,
+	.connect = nrma_no_connect,
+	.listen = nrma_no_listen,
+	.accept = nrma_no_accept,
+	.reject = nrma_no_reject,
+	.shutdown = nrma_no_shutdown,
+	.join = nrma_no_join,
+};
+
+/* Nothing is ever posted yet, so there is nothing to cancel. */
+static ssize_t nrma_ep_cancel(fid_t fid, void *context)
+{
+	(void) fid;
+	(void) context;
+	return -FI_ENOENT;
+}
+
+static int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
+			  size_t *optlen)
+{
+	(void) fid; (void) level; (void) optname; (void) optval; (void) optlen;
+	return -FI_ENOPROTOOPT;
+}
+
+static int nrma_ep_setopt(fid_t fid, int level, int optname,
+			  const void *optval, size_t optlen)
+{
+	(void) fid; (void) level; (void) optname; (void) optval; (void) optlen;
+	return -FI_ENOPROTOOPT;
+}
+
+static struct fi_ops_ep nrma_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = nrma_ep_cancel,
+	.getopt = nrma_ep_getopt,
+	.setopt = nrma_ep_setopt,
+	.tx_ctx = nrma_no_tx_ctx,
+	.rx_ctx = nrma_no_rx_ctx,
+	.rx_size_left = nrma_no_size_left,
+	.tx_size_left = nrma_no_size_left,
+};
+
+static int ep_info_check(const struct nrma_domain *domain,
+			 const struct fi_info *info)
+{
+	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	if (info->domain_attr && info->domain_attr->name &&
+	    strcmp(info->domain_attr->name, domain->device->name))
+		return -FI_EINVAL;
+	/* Port 0 in a source address asks for any free port. */
+	if (info->src_addr &&
+	    (info->src_addrlen != sizeof(struct sockaddr_in) ||
+	     ((struct sockaddr *) info->src_addr)->sa_family != AF_INET))
+		return -FI_EINVAL;
+	return 0;
+}
+
+static int ep_listener_open(struct nrma_ep *ep, const struct fi_info *info)
+{
+	struct sockaddr_in src = ep->domain->device->addr;
+
+	src.sin_port = 0;
+	if (info->src_addr)
+		memcpy(&src, info->src_addr, sizeof(src));
+	return nrma_listener_open(&src, &ep->listener);
+}
+
+int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		 struct fid_ep **ep_fid, void *context)
+{
+	struct nrma_domain *domain =
+		nrma_container_of(domain_fid, struct nrma_domain, domain_fid);
+	struct nrma_ep *ep;
+	int ret;
+
+	ret = ep_info_check(domain, info);
+	if (ret)
+		return ret;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->domain = domain;
+	ep->info = fi_dupinfo(info);
+	if (!ep->info) {
+		ret = -FI_ENOMEM;
+		goto err;
+	}
+	ret = ep_listener_open(ep, info);
+	if (ret)
+		goto err;
+	pthread_mutex_init(&ep->lock, NULL);
+	ep->ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &nrma_ep_fi_ops;
+	ep->ep_fid.ops = &nrma_ep_ops;
+	ep->ep_fid.cm = &nrma_ep_cm_ops;
+	ep->ep_fid.msg = &nrma_no_msg_ops;
+	ep->ep_fid.rma = &nrma_no_rma_ops;
+	ep->ep_fid.tagged = &nrma_no_tagged_ops;
+	ep->ep_fid.atomic = &nrma_no_atomic_ops;
+	ep->ep_fid.collective = &nrma_no_collective_ops;
+	atomic_fetch_add(&domain->ref, 1);
+	*ep_fid = &ep->ep_fid;
+	return 0;
+err:
+	fi_freeinfo(ep->info);
+	free(ep);
+	return ret;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrma.h"
+#include "nrma_enosys.h"
+
+/* Error entries grew err_data_size in API 1.5; older callers get less. */
+size_t nrma_err_entry_size(uint32_t version, size_t full, size_t pre_1_5)
+{
+	return FI_VERSION_LT(version, FI_VERSION(1, 5)) ? pre_1_5 : full;
+}
+
+static int nrma_fabric_close(struct fid *fid)
+{
+	struct nrma_fabric *fabric =
+		nrma_container_of(fid, struct nrma_fabric, fabric_fid.fid);
+
+	if (atomic_load(&fabric->ref))
+		return -FI_EBUSY;
+	free(fabric);
+	return 0;
+}
+
+static int nrma_trywait_one(struct fid *fid)
+{
+	switch (fid->fclass) {
+	case FI_CLASS_CQ:
+		return nrma_cq_trywait(nrma_container_of(fid, struct nrma_cq,
+							 cq_fid.fid));
+	case FI_CLASS_CNTR:
+		return nrma_cntr_trywait(nrma_container_of(fid, struct nrma_cntr,
+							   cntr_fid.fid));
+	case FI_CLASS_EQ:
+		return nrma_eq_trywait(nrma_container_of(fid, struct nrma_eq,
+							 eq_fid.fid));
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int nrma_fabric_trywait(struct fid_fabric *fabric, struct fid **fids,
+			       int count)
+{
+	(void) fabric;
+	for (int i = 0; i < count; i++) {
+		int ret = nrma_trywait_one(fids[i]);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static struct fi_ops nrma_fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nrma_fabric_close,
+	.bind = nrma_no_bind,
+	.control = nrma_no_control,
+	.ops_open = nrma_no_ops_open,
+};
+
+/* RDM only: there are no passive endpoints. */
+static struct fi_ops_fabric nrma_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = nrma_domain_open,
+	.passive_ep = nrma_no_passive_ep,
+	.eq_open = nrma_eq_open,
+	.wait_open = nrma_no_wait_open,
+	.trywait = nrma_fabric_trywait,
+	.domain2 = nrma_no_domain2,
+};
+
+static bool fabric_known(const char *name)
+{
+	char buf[64];
+
+	for (size_t i = 0; i < nrma_device_count; i++) {
+		const struct nrma_device *dev = &nrma_devices[i];
+
+		if (!nrma_fabric_name(&dev->addr, &dev->netmask, buf,
+				      sizeof(buf)) && !strcmp(buf, name))
+			return true;
+	}
+	return false;
+}
+
+int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,
+		     void *context)
+{
+	struct nrma_fabric *fabric;
+
+	if (attr->name && !fabric_known(attr->name))
+		return -FI_ENODATA;
+	fabric = calloc(1, sizeof(*fabric));
+	if (!fabric)
+		return -FI_ENOMEM;
+	fabric->api_version = attr->api_version ? attr->api_version :
+			      NRMA_FI_VERSION;
+	fabric->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
+	fabric->fabric_fid.fid.context = context;
+	fabric->fabric_fid.fid.ops = &nrma_fabric_fi_ops;
+	fabric->fabric_fid.ops = &nrma_fabric_ops;
+	*fabric_fid = &fabric->fabric_fid;
+	return 0;
+}

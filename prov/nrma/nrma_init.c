@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrma.h"
+#include "nrma_verbs.h"
+
+struct nrma_device *nrma_devices;
+size_t nrma_device_count;
+
+struct nrma_params nrma_params = {
+	.tx_size = 256,
+	.rx_size = 512,
+	.cq_size = 1024,
+	.cntr_max = 4096,
+	.wait_spin_us = 50,
+};
+
+static void nrma_cleanup(void)
+{
+	free(nrma_devices);
+	nrma_devices = NULL;
+	nrma_device_count = 0;
+}
+
+struct fi_provider nrma_prov = {
+	.name = NRMA_PROV_NAME,
+	.version = NRMA_PROV_VERSION,
+	.fi_version = NRMA_FI_VERSION,
+	.getinfo = nrma_getinfo,
+	.fabric = nrma_fabric_open,
+	.cleanup = nrma_cleanup,
+};
+
+static void nrma_define_params(void)
+{
+	fi_param_define(&nrma_prov, "device", FI_PARAM_STRING,
+			"Use only this verbs device (default: every usable one)");
+	fi_param_define(&nrma_prov, "tx_size", FI_PARAM_SIZE_T,
+			"Default transmit queue depth per endpoint (default: %zu)",
+			nrma_params.tx_size);
+	fi_param_define(&nrma_prov, "rx_size", FI_PARAM_SIZE_T,
+			"Default receive queue depth per endpoint (default: %zu)",
+			nrma_params.rx_size);
+	fi_param_define(&nrma_prov, "cq_size", FI_PARAM_SIZE_T,
+			"CQ size when fi_cq_open is given size 0 (default: %zu)",
+			nrma_params.cq_size);
+	fi_param_define(&nrma_prov, "cntr_max", FI_PARAM_SIZE_T,
+			"Counters a domain offers (domain_attr cntr_cnt, default: %zu)",
+			nrma_params.cntr_max);
+	fi_param_define(&nrma_prov, "wait_spin_us", FI_PARAM_INT,
+			"Microseconds a blocking wait polls before it sleeps (default: %d)",
+			nrma_params.wait_spin_us);
+}
+
+static void nrma_read_params(void)
+{
+	fi_param_get_str(&nrma_prov, "device", &nrma_params.device);
+	fi_param_get_size_t(&nrma_prov, "tx_size", &nrma_params.tx_size);
+	fi_param_get_size_t(&nrma_prov, "rx_size", &nrma_params.rx_size);
+	fi_param_get_size_t(&nrma_prov, "cq_size", &nrma_params.cq_size);
+	fi_param_get_size_t(&nrma_prov, "cntr_max", &nrma_params.cntr_max);
+	fi_param_get_int(&nrma_prov, "wait_spin_us", &nrma_params.wait_spin_us);
+}
+
+static void nrma_keep_device(const char *name)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < nrma_device_count; i++)
+		if (!strcmp(nrma_devices[i].name, name))
+			nrma_devices[kept++] = nrma_devices[i];
+	nrma_device_count = kept;
+}
+
+/*
+ * Registers nothing on a machine without a usable device, so that libfabric
+ * neither lists nor layers anything on top of us there.  Parameters are
+ * defined only once we know we stay loaded.
+ */
+FI_EXT_INI
+{
+	int ret;
+
+	ret = nrma_verbs_discover(&nrma_devices, &nrma_device_count);
+	if (!ret && nrma_device_count) {
+		nrma_define_params();
+		nrma_read_params();
+		if (nrma_params.device && *nrma_params.device)
+			nrma_keep_device(nrma_params.device);
+	}
+	if (ret || !nrma_device_count) {
+		NRMA_INFO(FI_LOG_CORE, "no usable verbs device%s%s\n",
+			  ret ? ": " : "", ret ? fi_strerror(-ret) : "");
+		nrma_cleanup();
+		return NULL;
+	}
+	return &nrma_prov;
+}

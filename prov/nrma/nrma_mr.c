@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Memory regions are verbs MRs; the provider key handed to peers is the
+ * rkey, and the descriptor is the nrma_mr itself.
+ */
+#include <stdlib.h>
+
+#include "nrma.h"
+#include "nrma_enosys.h"
+#include "nrma_verbs.h"
+
+#define NRMA_MR_ACCESS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
+			 FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static int nrma_mr_close(struct fid *fid)
+{
+	struct nrma_mr *mr = nrma_container_of(fid, struct nrma_mr, mr_fid.fid);
+	int ret;
+
+	ret = nrma_verbs_mr_dereg(mr->verbs);
+	if (ret)
+		return ret;
+	atomic_fetch_sub(&mr->domain->ref, 1);
+	free(mr);
+	return 0;
+}
+
+/* A registration is live from the start, so enabling it is a no-op. */
+static int nrma_mr_control(struct fid *fid, int command, void *arg)
+{
+	(void) fid;
+	(void) arg;
+	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
+}
+
+static struct fi_ops nrma_mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nrma_mr_close,
+	.bind = nrma_no_bind,
+	.control = nrma_mr_control,
+	.ops_open = nrma_no_ops_open,
+};
+
+static int mr_check(const struct fi_mr_attr *attr, uint64_t flags)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (attr->iov_count != 1 || !attr->mr_iov ||
+	    (!attr->mr_iov[0].iov_base && attr->mr_iov[0].iov_len))
+		return -FI_EINVAL;
+	if (attr->access & ~NRMA_MR_ACCESS)
+		return -FI_EINVAL;
+	if (attr->iface != FI_HMEM_SYSTEM)
+		return -FI_ENOSYS;
+	if (attr->auth_key_size)
+		return -FI_EINVAL;
+	return 0;
+}
+
+static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			   uint64_t flags, struct fid_mr **mr_fid)
+{
+	struct nrma_domain *domain =
+		nrma_container_of(fid, struct nrma_domain, domain_fid.fid);
+	struct nrma_mr *mr;
+	int ret;
+
+	if (!attr || !mr_fid)
+		return -FI_EINVAL;
+	ret = mr_check(attr, flags);
+	if (ret)
+		return ret;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -FI_ENOMEM;
+	ret = nrma_verbs_mr_reg(domain->verbs, attr->mr_iov[0].iov_base,
+				attr->mr_iov[0].iov_len, attr->access,
+				&mr->verbs, &mr->mr_fid.key);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	mr->domain = domain;
+	mr->access = attr->access;
+	mr->mr_fid.fid.fclass = FI_CLASS_MR;
+	mr->mr_fid.fid.context = attr->context;
+	mr->mr_fid.fid.ops = &nrma_mr_fi_ops;
+	mr->mr_fid.mem_desc = mr;
+	atomic_fetch_add(&domain->ref, 1);
+	*mr_fid = &mr->mr_fid;
+	return 0;
+}
+
+static int nrma_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+			uint64_t access, uint64_t offset, uint64_t requested_key,
+			uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key,
+		.context = context,
+		.iface = FI_HMEM_SYSTEM,
+	};
+
+	return nrma_mr_regattr(fid, &attr, flags, mr);
+}
+
+static int nrma_mr_reg(struct fid *fid, const void *buf, size_t len,
+		       uint64_t access, uint64_t offset, uint64_t requested_key,
+		       uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return nrma_mr_regv(fid, &iov, 1, access, offset, requested_key, flags,
+			    mr, context);
+}
+
+struct fi_ops_mr nrma_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = nrma_mr_reg,
+	.regv = nrma_mr_regv,
+	.regattr = nrma_mr_regattr,
+};

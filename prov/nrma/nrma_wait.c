@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Wait objects for CQs, counters and EQs.  FI_WAIT_FD (and FI_WAIT_UNSPEC)
+ * is an eventfd that stays readable while the object has something to
+ * read, so an application may poll() it after fi_trywait() said so.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nrma.h"
+
+int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested)
+{
+	wait->fd = -1;
+	switch (requested) {
+	case FI_WAIT_NONE:
+	case FI_WAIT_YIELD:
+		wait->type = requested;
+		return 0;
+	case FI_WAIT_UNSPEC:
+	case FI_WAIT_FD:
+		wait->type = FI_WAIT_FD;
+		wait->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		return wait->fd < 0 ? -errno : 0;
+	default:
+		/* Wait sets and mutex/condition pairs are not offered. */
+		return -FI_ENOSYS;
+	}
+}
+
+void nrma_wait_close(struct nrma_wait *wait)
+{
+	if (wait->fd >= 0)
+		close(wait->fd);
+	wait->fd = -1;
+}
+
+void nrma_wait_signal(struct nrma_wait *wait)
+{
+	uint64_t one = 1;
+
+	if (wait->fd >= 0 && write(wait->fd, &one, sizeof(one)) < 0 &&
+	    errno != EAGAIN)
+		NRMA_WARN(FI_LOG_CORE, "eventfd write: %s\n", strerror(errno));
+}
+
+/* Called with the owner's queue empty, so the fd stops being readable. */
+void nrma_wait_drain(struct nrma_wait *wait)
+{
+	uint64_t count;
+
+	if (wait->fd >= 0 && read(wait->fd, &count, sizeof(count)) < 0 &&
+	    errno != EAGAIN)
+		NRMA_WARN(FI_LOG_CORE, "eventfd read: %s\n", strerror(errno));
+}
+
+int nrma_timeout_left(const struct timespec *start, int timeout_ms)
+{
+	struct timespec now;
+	long elapsed;
+
+	if (timeout_ms < 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	elapsed = (now.tv_sec - start->tv_sec) * 1000 +
+		  (now.tv_nsec - start->tv_nsec) / 1000000;
+	return elapsed >= timeout_ms ? 0 : (int) (timeout_ms - elapsed);
+}
+
+/*
+ * Sleeps until signalled or timeout_ms (negative: forever) passes.
+ * Returns 0 when woken, -FI_ETIMEDOUT otherwise.
+ */
+int nrma_wait_block(struct nrma_wait *wait, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = wait->fd, .events = POLLIN };
+	int ret;
+
+	if (wait->fd < 0) {
+		sched_yield();
+		return timeout_ms == 0 ? -FI_ETIMEDOUT : 0;
+	}
+	ret = poll(&pfd, 1, timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -errno;
+	return ret ? 0 : -FI_ETIMEDOUT;
+}
+
+int nrma_wait_control(struct nrma_wait *wait, int command, void *arg)
+{
+	switch (command) {
+	case FI_GETWAIT:
+		if (wait->fd < 0)
+			return -FI_ENODATA;
+		*(int *) arg = wait->fd;
+		return 0;
+	case FI_GETWAITOBJ:
+		*(enum fi_wait_obj *) arg = wait->type;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}

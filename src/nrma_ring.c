@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "nrma_ring.h"
+
+int nrma_ring_init(struct nrma_ring *ring, size_t capacity, size_t elem_size)
+{
+	if (!capacity || !elem_size)
+		return -EINVAL;
+	ring->elems = calloc(capacity, elem_size);
+	if (!ring->elems)
+		return -ENOMEM;
+	ring->elem_size = elem_size;
+	ring->capacity = capacity;
+	ring->head = 0;
+	ring->count = 0;
+	return 0;
+}
+
+void nrma_ring_fini(struct nrma_ring *ring)
+{
+	free(ring->elems);
+	ring->elems = NULL;
+	ring->capacity = ring->count = 0;
+}
+
+void *nrma_ring_at(const struct nrma_ring *ring, size_t i)
+{
+	return ring->elems + ((ring->head + i) % ring->capacity) * ring->elem_size;
+}
+
+void *nrma_ring_push(struct nrma_ring *ring)
+{
+	if (nrma_ring_full(ring))
+		return NULL;
+	ring->count++;
+	return nrma_ring_at(ring, ring->count - 1);
+}
+
+void nrma_ring_consume(struct nrma_ring *ring, size_t n)
+{
+	if (n > ring->count)
+		n = ring->count;
+	ring->head = (ring->head + n) % ring->capacity;
+	ring->count -= n;
+}

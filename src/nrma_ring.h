@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A bounded FIFO of fixed-size elements.  CQs keep their completions here:
+ * the capacity is the CQ size the application asked for, so a full ring is
+ * the provider's signal to stop reaping hardware completions.
+ */
+#ifndef NRMA_RING_H
+#define NRMA_RING_H
+
+#include <stddef.h>
+#include <stdbool.h>
+
+struct nrma_ring {
+	char *elems;
+	size_t elem_size;
+	size_t capacity;
+	size_t head;	/* index of the oldest element */
+	size_t count;
+};
+
+int nrma_ring_init(struct nrma_ring *ring, size_t capacity, size_t elem_size);
+void nrma_ring_fini(struct nrma_ring *ring);
+
+static inline bool nrma_ring_empty(const struct nrma_ring *ring)
+{
+	return ring->count == 0;
+}
+
+static inline bool nrma_ring_full(const struct nrma_ring *ring)
+{
+	return ring->count == ring->capacity;
+}
+
+/* Slot for a new element at the tail; NULL when full. */
+void *nrma_ring_push(struct nrma_ring *ring);
+/* The i-th oldest element, i < count. */
+void *nrma_ring_at(const struct nrma_ring *ring, size_t i);
+/* Drops the n oldest elements. */
+void nrma_ring_consume(struct nrma_ring *ring, size_t n);
+
+#endif /* NRMA_RING_H */

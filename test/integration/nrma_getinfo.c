@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fi_getinfo: what the provider offers, and how it honours hints. */
+#include "itest.h"
+
+static void check_attrs(const struct fi_info *info)
+{
+	CHECK(info->ep_attr->type == FI_EP_RDM);
+	CHECK(info->addr_format == FI_SOCKADDR_IN);
+	CHECK((info->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)) ==
+	      (FI_LOCAL_COMM | FI_REMOTE_COMM));
+	CHECK(!(info->caps & (FI_MSG | FI_RMA | FI_ATOMIC | FI_TAGGED)));
+	CHECK(info->src_addr != NULL);
+	CHECK(info->src_addrlen == sizeof(struct sockaddr_in));
+	CHECK(itest_is_test_addr(info->src_addr));
+	CHECK(info->dest_addr == NULL);
+	CHECK(!strcmp(info->domain_attr->name, itest_device()));
+	CHECK(!strcmp(info->fabric_attr->name, itest_fabric()));
+	CHECK(info->fabric_attr->prov_name != NULL);
+	CHECK(!strcmp(info->fabric_attr->prov_name, "nrma"));
+	CHECK(info->ep_attr->max_msg_size > 0);
+	CHECK(info->tx_attr->size > 0);
+	CHECK(info->rx_attr->size > 0);
+	CHECK(info->tx_attr->iov_limit > 0);
+	CHECK(info->rx_attr->iov_limit > 0);
+	CHECK(info->domain_attr->mr_iov_limit == 1);
+	CHECK(info->domain_attr->cq_data_size == 4);
+	CHECK(info->domain_attr->mr_key_size == 8);
+	CHECK(info->domain_attr->threading == FI_THREAD_SAFE);
+	CHECK(info->domain_attr->cq_cnt > 0);
+	CHECK(info->domain_attr->ep_cnt > 0);
+	CHECK(info->domain_attr->cntr_cnt > 0);
+	CHECK(info->domain_attr->mr_cnt > 0);
+}
+
+/* The entry for the device under test in a list, which must have one. */
+static const struct fi_info *find_device(const struct fi_info *list)
+{
+	for (; list; list = list->next)
+		if (!strcmp(list->domain_attr->name, itest_device()))
+			return list;
+	fprintf(stderr, "no fi_info for device %s\n", itest_device());
+	exit(1);
+}
+
+static void check_plain(void)
+{
+	struct fi_info *hints = itest_hints(), *info;
+
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	check_attrs(find_device(info));
+	for (const struct fi_info *i = info; i; i = i->next)
+		CHECK(i->ep_attr->type == FI_EP_RDM);
+	fi_freeinfo(info);
+
+	/* The same with the device named in the hints. */
+	fi_freeinfo(itest_getinfo());
+	fi_freeinfo(hints);
+}
+
+static void check_unmet(void)
+{
+	struct fi_info *hints, *info = NULL;
+
+	hints = itest_hints();
+	hints->ep_attr->type = FI_EP_MSG;
+	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
+		  -FI_ENODATA);
+	fi_freeinfo(hints);
+
+	hints = itest_hints();
+	hints->caps = FI_RMA;
+	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
+		  -FI_ENODATA);
+	fi_freeinfo(hints);
+
+	/* TEST-NET-1: on no device of ours. */
+	hints = itest_hints();
+	CHECK_RET(fi_getinfo(ITEST_VERSION, "192.0.2.1", NULL, FI_SOURCE,
+			     hints, &info), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void check_source(void)
+{
+	struct fi_info *hints = itest_hints(), *info;
+	const struct fi_info *dev;
+	const struct sockaddr_in *sin;
+
+	CHECK_OK(fi_getinfo(ITEST_VERSION, itest_addr(), "7777", FI_SOURCE,
+			    hints, &info));
+	dev = find_device(info);
+	CHECK(dev->src_addr != NULL);
+	CHECK(dev->src_addrlen == sizeof(*sin));
+	sin = dev->src_addr;
+	CHECK(itest_is_test_addr(sin));
+	CHECK(ntohs(sin->sin_port) == 7777);
+	CHECK(dev->dest_addr == NULL);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void check_dest(void)
+{
+	struct fi_info *hints = itest_hints(), *info;
+	const struct fi_info *dev;
+	const struct sockaddr_in *sin;
+
+	CHECK_OK(fi_getinfo(ITEST_VERSION, itest_addr(), "7778", 0, hints,
+			    &info));
+	dev = find_device(info);
+	CHECK(dev->dest_addr != NULL);
+	CHECK(dev->dest_addrlen == sizeof(*sin));
+	sin = dev->dest_addr;
+	CHECK(itest_is_test_addr(sin));
+	CHECK(ntohs(sin->sin_port) == 7778);
+	CHECK(dev->src_addr != NULL);
+	CHECK(itest_is_test_addr(dev->src_addr));
+	fi_freeinfo(info);
+
+	/* A node alone, without a service. */
+	CHECK_OK(fi_getinfo(ITEST_VERSION, itest_addr(), NULL, 0, hints,
+			    &info));
+	dev = find_device(info);
+	CHECK(dev->dest_addr != NULL);
+	CHECK(itest_is_test_addr(dev->dest_addr));
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+int main(void)
+{
+	check_plain();
+	check_unmet();
+	check_source();
+	check_dest();
+	itest_pass("nrma_getinfo");
+	return 0;
+}

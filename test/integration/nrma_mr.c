@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Memory registration: access modes, sizes, keys and argument checks. */
+#include <sys/uio.h>
+
+#include "itest.h"
+
+#define ACCESS_BITS	6	/* FI_SEND ... FI_REMOTE_WRITE below */
+#define NSIZES		3
+#define NCOMBOS		((1u << ACCESS_BITS) - 1)	/* non-empty ones */
+
+static const uint64_t access_bit[ACCESS_BITS] = {
+	FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
+};
+static const size_t sizes[NSIZES] = { 1, 4096, 1 << 20 };
+
+static struct fid_domain *domain;
+
+static uint64_t combo_access(unsigned combo)
+{
+	uint64_t access = 0;
+
+	for (unsigned b = 0; b < ACCESS_BITS; b++)
+		if (combo & (1u << b))
+			access |= access_bit[b];
+	return access;
+}
+
+struct reg {
+	struct fid_mr *mr;
+	uint64_t key;
+	uint64_t access;
+	size_t size;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	uint64_t x = ((const struct reg *) a)->key;
+	uint64_t y = ((const struct reg *) b)->key;
+
+	return (x > y) - (x < y);
+}
+
+static void check_distinct(struct reg *regs, size_t n)
+{
+	qsort(regs, n, sizeof(regs[0]), cmp_key);
+	for (size_t i = 1; i < n; i++) {
+		const struct reg *a = &regs[i - 1], *b = &regs[i];
+
+		if (a->key != b->key)
+			continue;
+		/* fi_tostr reuses one buffer: one call per statement. */
+		fprintf(stderr, "%s:%d: two live MRs share key %#llx:\n",
+			__FILE__, __LINE__, (unsigned long long) a->key);
+		fprintf(stderr, "  size %zu access %s\n", a->size,
+			fi_tostr(&a->access, FI_TYPE_CAPS));
+		fprintf(stderr, "  size %zu access %s\n", b->size,
+			fi_tostr(&b->access, FI_TYPE_CAPS));
+		exit(1);
+	}
+}
+
+/*
+ * Registers every buffer with every access combination, all at once, so
+ * each buffer is registered many times over, and checks that the keys of
+ * all those live registrations differ.
+ */
+static void check_access_sizes(void)
+{
+	static struct reg regs[NSIZES * NCOMBOS];
+	char *bufs[NSIZES];
+	size_t n = 0;
+
+	for (size_t s = 0; s < NSIZES; s++) {
+		bufs[s] = calloc(1, sizes[s]);
+		CHECK(bufs[s] != NULL);
+		for (unsigned c = 1; c <= NCOMBOS; c++, n++) {
+			struct reg *r = &regs[n];
+
+			r->access = combo_access(c);
+			r->size = sizes[s];
+			CHECK_OK(fi_mr_reg(domain, bufs[s], sizes[s], r->access,
+					   0, 0, 0, &r->mr, NULL));
+			r->key = fi_mr_key(r->mr);
+			CHECK(r->key != FI_KEY_NOTAVAIL);
+			CHECK(fi_mr_desc(r->mr) != NULL);
+			CHECK_OK(fi_mr_enable(r->mr));
+		}
+	}
+	check_distinct(regs, n);
+	for (size_t i = 0; i < n; i++)
+		CHECK_OK(fi_close(&regs[i].mr->fid));
+	for (size_t s = 0; s < NSIZES; s++)
+		free(bufs[s]);
+}
+
+static void check_twice(void)
+{
+	static char buf[4096];
+	struct fid_mr *a, *b;
+
+	CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0,
+			   0, &a, NULL));
+	CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0,
+			   0, &b, NULL));
+	CHECK(fi_mr_key(a) != FI_KEY_NOTAVAIL);
+	CHECK(fi_mr_key(b) != FI_KEY_NOTAVAIL);
+	CHECK(fi_mr_key(a) != fi_mr_key(b));
+	CHECK_OK(fi_close(&a->fid));
+	CHECK_OK(fi_close(&b->fid));
+}
+
+static void check_regv_regattr(void)
+{
+	static char buf[2][4096];
+	struct iovec iov[2] = {
+		{ .iov_base = buf[0], .iov_len = sizeof(buf[0]) },
+		{ .iov_base = buf[1], .iov_len = sizeof(buf[1]) },
+	};
+	struct fi_mr_attr attr = {
+		.mr_iov = iov, .iov_count = 1, .access = FI_REMOTE_WRITE,
+		.iface = FI_HMEM_SYSTEM,
+	};
+	struct fid_mr *mr;
+
+	CHECK_OK(fi_mr_regv(domain, iov, 1, FI_SEND, 0, 0, 0, &mr, NULL));
+	CHECK(fi_mr_key(mr) != FI_KEY_NOTAVAIL);
+	CHECK(fi_mr_desc(mr) != NULL);
+	CHECK_OK(fi_close(&mr->fid));
+	CHECK_RET(fi_mr_regv(domain, iov, 2, FI_SEND, 0, 0, 0, &mr, NULL),
+		  -FI_EINVAL);
+
+	CHECK_OK(fi_mr_regattr(domain, &attr, 0, &mr));
+	CHECK(fi_mr_key(mr) != FI_KEY_NOTAVAIL);
+	CHECK_OK(fi_mr_enable(mr));
+	CHECK_OK(fi_close(&mr->fid));
+
+	attr.iface = FI_HMEM_CUDA;
+	CHECK_RET(fi_mr_regattr(domain, &attr, 0, &mr), -FI_ENOSYS);
+}
+
+static void check_bad_args(void)
+{
+	static char buf[64];
+	struct fid_mr *mr;
+
+	CHECK_RET(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND, 0, 0,
+			    1ULL << 60, &mr, NULL), -FI_EBADFLAGS);
+	CHECK_RET(fi_mr_reg(domain, NULL, 4096, FI_SEND, 0, 0, 0, &mr, NULL),
+		  -FI_EINVAL);
+}
+
+int main(void)
+{
+	struct fi_info *info = itest_getinfo();
+	struct fid_fabric *fabric;
+
+	CHECK_OK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK_OK(fi_domain(fabric, info, &domain, NULL));
+	check_access_sizes();
+	check_twice();
+	check_regv_regattr();
+	check_bad_args();
+	CHECK_OK(fi_close(&domain->fid));
+	CHECK_OK(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	itest_pass("nrma_mr");
+	return 0;
+}

@@ -1,0 +1,113 @@
+#!/bin/bash
+# Runs nrma's tests; "make check" calls it with
+#   NRMA_BUILDDIR, NRMA_SRCDIR        absolute build and source directories
+#   NRMA_UNIT_TESTS                   unit test programs, relative to the build dir
+#   NRMA_INTEGRATION_TESTS            integration test programs, likewise
+# Unit tests run here. Integration tests run here when this machine has an active
+# verbs device that the provider registers on, else all together in one boot of
+# the Soft-RoCE VM (contrib/nrma-vm), where this script runs itself again with
+# --integration-only.
+# Optional: NRMA_VALGRIND=1 runs every test under valgrind; NRMA_TEST_TIMEOUT
+# sets the per-test limit in seconds (default 120, 600 under valgrind);
+# NRMA_TEST_VERBOSE=1 shows the output of passing tests too.
+# Prints PASS:/FAIL: per test and ends with "N passed, N failed".
+# Exit status 0 iff nothing failed.
+
+# make runs us with sh; the rest needs bash.
+if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
+set -u
+
+builddir=${NRMA_BUILDDIR:-$PWD}
+srcdir=${NRMA_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+read -ra unit_tests <<<"${NRMA_UNIT_TESTS:-}"
+read -ra itests <<<"${NRMA_INTEGRATION_TESTS:-}"
+wrap=()
+tmo=120
+if [[ ${NRMA_VALGRIND:-0} == 1 ]]; then
+	wrap=(valgrind --leak-check=full --error-exitcode=99 --errors-for-leak-kinds=definite)
+	tmo=600
+fi
+tmo=${NRMA_TEST_TIMEOUT:-$tmo}
+passed=0 failed=0
+
+# run_test NAME [VAR=VALUE...]: runs $builddir/NAME, prints its verdict.
+run_test() {
+	local name=$1 out rc
+	shift
+	out=$(env "$@" timeout "$tmo" "${wrap[@]}" "$builddir/$name" 2>&1)
+	rc=$?
+	if ((rc == 0)); then
+		echo "PASS: $name"
+		passed=$((passed + 1))
+	else
+		((rc == 124)) && out+=$'\n'"(timed out after $tmo s)"
+		echo "FAIL: $name (exit $rc)"
+		failed=$((failed + 1))
+	fi
+	if ((rc != 0)) || [[ ${NRMA_TEST_VERBOSE:-0} == 1 ]]; then
+		[[ -z $out ]] || printf '%s\n' "$out" | sed 's/^/    | /'
+	fi
+}
+
+run_integration_here() {
+	local t
+	for t in "${itests[@]}"; do
+		run_test "$t" FI_PROVIDER_PATH="$builddir/.libs" FI_PROVIDER=nrma
+	done
+}
+
+# An ACTIVE verbs port, and the provider registers on it.
+have_device() {
+	ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE &&
+		FI_PROVIDER_PATH="$builddir/.libs" fi_info -p nrma >/dev/null 2>&1
+}
+
+# One VM boot for all integration tests; tallies the verdicts it prints.
+# The VM's run directory lives in a private TMPDIR, out of reach of anyone
+# cleaning up /tmp/nrma-vm.* meanwhile.
+run_integration_vm() {
+	local work log rc t p f
+	echo "No active verbs device for nrma here: running the integration tests in contrib/nrma-vm."
+	work=$(mktemp -d "${TMPDIR:-/tmp}/nrma-tests.XXXXXX") || exit 1
+	log=$work/vm.log
+	TMPDIR=$work "$srcdir/contrib/nrma-vm" --timeout $((120 + ${#itests[@]} * tmo)) -- \
+		bash "$srcdir/test/run-tests.sh" --integration-only | tee "$log"
+	rc=${PIPESTATUS[0]}
+	p=$(grep -c '^PASS: ' "$log")
+	f=$(grep -c '^FAIL: ' "$log")
+	case $rc in
+	124) echo "contrib/nrma-vm timed out: the VM was killed" ;;
+	125) echo "contrib/nrma-vm could not boot the VM or run the tests (exit 125): see its message above" ;;
+	esac
+	passed=$((passed + p)) failed=$((failed + f))
+	for t in "${itests[@]}"; do
+		if ! grep -qE "^(PASS|FAIL): $t( |\$)" "$log"; then
+			echo "FAIL: $t (not run: contrib/nrma-vm exited $rc)"
+			failed=$((failed + 1))
+		fi
+	done
+	if ((rc != 0 && f == 0 && p == ${#itests[@]})); then
+		echo "FAIL: contrib/nrma-vm exited $rc after all tests passed"
+		failed=$((failed + 1))
+	fi
+	rm -rf "$work"
+}
+
+if [[ ${1-} == --integration-only ]]; then
+	run_integration_here
+	((failed == 0))
+	exit
+fi
+
+for t in "${unit_tests[@]}"; do
+	run_test "$t"
+done
+if ((${#itests[@]})); then
+	if have_device; then
+		run_integration_here
+	else
+		run_integration_vm
+	fi
+fi
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,723 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Unit tests for prov/nrma/nrma_attr.c: fi_info construction from a
+ * synthetic device and matching of fi_getinfo hints against it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <cmocka.h>
+
+#include "nrma.h"
+
+#define MiB		(1024 * 1024)
+#define V(maj, min)	FI_VERSION(maj, min)
+#define V_CUR		FI_VERSION(1, 17)
+
+static void set_ip(struct sockaddr_in *sin, const char *ip)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, ip, &sin->sin_addr), 1);
+}
+
+/* Limits as Soft-RoCE (rxe) reports them. */
+static void rxe_device(struct nrma_device *dev, const char *name,
+		       const char *ip, const char *mask)
+{
+	memset(dev, 0, sizeof(*dev));
+	snprintf(dev->name, sizeof(dev->name), "%s", name);
+	dev->port_num = 1;
+	set_ip(&dev->addr, ip);
+	set_ip(&dev->netmask, mask);
+	dev->limits = (struct nrma_dev_limits) {
+		.max_msg_size = 8 * MiB,
+		.max_qp_wr = 1048576,
+		.max_srq_wr = 1048576,
+		.max_sge = 32,
+		.max_srq_sge = 27,
+		.max_sge_rd = 32,
+		.max_cq = 1048576,
+		.max_qp = 1048560,
+		.max_mr = 524287,
+	};
+}
+
+static struct nrma_device test_dev;
+
+static int setup(void **state)
+{
+	(void) state;
+	rxe_device(&test_dev, "rxe0", "10.9.9.1", "255.255.255.0");
+	return 0;
+}
+
+/*
+ * Matches hints against a fresh info for test_dev.  On a match the
+ * narrowed info is returned through *out (when given), else freed.
+ */
+static int match(uint32_t version, const struct fi_info *hints,
+		 struct fi_info **out)
+{
+	struct fi_info *info = nrma_info_alloc(&test_dev);
+	int ret;
+
+	assert_non_null(info);
+	ret = nrma_info_match(version, info, hints);
+	if (!ret)
+		nrma_info_narrow(version, info, hints);
+	if (!ret && out)
+		*out = info;
+	else
+		fi_freeinfo(info);
+	return ret;
+}
+
+static struct fi_info *hints_alloc(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	assert_non_null(hints);
+	assert_non_null(hints->ep_attr);
+	assert_non_null(hints->domain_attr);
+	assert_non_null(hints->fabric_attr);
+	assert_non_null(hints->tx_attr);
+	assert_non_null(hints->rx_attr);
+	return hints;
+}
+
+/* nrma_info_alloc */
+
+static void test_alloc_fields(void **state)
+{
+	struct fi_info *info = nrma_info_alloc(&test_dev);
+
+	(void) state;
+	assert_non_null(info);
+	assert_int_equal(info->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
+	assert_int_equal(info->mode, 0);
+	assert_int_equal(info->addr_format, FI_SOCKADDR_IN);
+	assert_string_equal(info->fabric_attr->name, "10.9.9.0/24");
+	assert_int_equal(info->fabric_attr->prov_version, FI_NRMA_VERSION);
+	assert_string_equal(info->domain_attr->name, "rxe0");
+
+	assert_int_equal(info->ep_attr->type, FI_EP_RDM);
+	assert_int_equal(info->ep_attr->max_msg_size, 8 * MiB);
+	assert_int_equal(info->ep_attr->tx_ctx_cnt, 1);
+	assert_int_equal(info->ep_attr->rx_ctx_cnt, 1);
+
+	assert_int_equal(info->tx_attr->size, nrma_params.tx_size);
+	assert_int_equal(info->tx_attr->size, 256);
+	assert_int_equal(info->tx_attr->iov_limit, 32);
+	assert_int_equal(info->tx_attr->rma_iov_limit, 1);
+	assert_int_equal(info->rx_attr->size, nrma_params.rx_size);
+	assert_int_equal(info->rx_attr->size, 512);
+	/* The smaller of max_sge and max_srq_sge. */
+	assert_int_equal(info->rx_attr->iov_limit, 27);
+
+	assert_int_equal(info->domain_attr->caps,
+			 FI_LOCAL_COMM | FI_REMOTE_COMM);
+	assert_int_equal(info->domain_attr->threading, FI_THREAD_SAFE);
+	assert_int_equal(info->domain_attr->control_progress,
+			 FI_PROGRESS_MANUAL);
+	assert_int_equal(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
+	assert_int_equal(info->domain_attr->av_type, FI_AV_UNSPEC);
+	assert_int_equal(info->domain_attr->mr_key_size, 8);
+	assert_int_equal(info->domain_attr->cq_data_size, 4);
+	assert_int_equal(info->domain_attr->cq_cnt, 1048576);
+	assert_int_equal(info->domain_attr->ep_cnt, 1048560);
+	assert_int_equal(info->domain_attr->mr_cnt, 524287);
+	assert_int_equal(info->domain_attr->mr_iov_limit, 1);
+	assert_int_equal(info->domain_attr->cntr_cnt, nrma_params.cntr_max);
+	assert_null(info->src_addr);
+	assert_null(info->dest_addr);
+	fi_freeinfo(info);
+}
+
+/* Queue depths are the tunables, clamped to what the device has. */
+static void test_alloc_clamps_to_device(void **state)
+{
+	struct nrma_params saved = nrma_params;
+	struct fi_info *info;
+
+	(void) state;
+	nrma_params.tx_size = 4 * 1048576;
+	nrma_params.rx_size = 3 * 1048576;
+	test_dev.limits.max_srq_wr = 4096;
+	info = nrma_info_alloc(&test_dev);
+	nrma_params = saved;
+	assert_non_null(info);
+	assert_int_equal(info->tx_attr->size, 1048576);
+	assert_int_equal(info->rx_attr->size, 4096);
+	fi_freeinfo(info);
+}
+
+/* nrma_fabric_name */
+
+static void test_fabric_name(void **state)
+{
+	struct sockaddr_in addr, mask;
+	char buf[64];
+
+	(void) state;
+	set_ip(&addr, "10.9.9.1");
+	set_ip(&mask, "255.255.255.0");
+	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "10.9.9.0/24");
+
+	set_ip(&addr, "192.168.1.77");
+	set_ip(&mask, "255.255.0.0");
+	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "192.168.0.0/16");
+
+	set_ip(&addr, "172.16.5.4");
+	set_ip(&mask, "255.255.255.255");
+	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "172.16.5.4/32");
+}
+
+static void test_fabric_name_too_small(void **state)
+{
+	struct sockaddr_in addr, mask;
+	char buf[64];
+
+	(void) state;
+	set_ip(&addr, "10.9.9.1");
+	set_ip(&mask, "255.255.255.0");
+	/* "10.9.9.0/24" is 11 characters and a NUL. */
+	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, 11),
+			 -FI_ETOOSMALL);
+	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, 4),
+			 -FI_ETOOSMALL);
+	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, 12), 0);
+	assert_string_equal(buf, "10.9.9.0/24");
+}
+
+/* nrma_info_match / nrma_info_narrow */
+
+static void test_no_hints(void **state)
+{
+	struct fi_info *info = NULL;
+
+	(void) state;
+	assert_int_equal(match(V_CUR, NULL, &info), 0);
+	assert_non_null(info);
+	assert_int_equal(info->fabric_attr->api_version, V_CUR);
+	assert_int_equal(info->domain_attr->mr_mode, 0);
+	assert_int_equal(info->tx_attr->size, 256);
+	fi_freeinfo(info);
+
+	/* Pre-1.5 applications read mr_mode as an enum. */
+	assert_int_equal(match(V(1, 0), NULL, &info), 0);
+	assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+	fi_freeinfo(info);
+}
+
+static void test_empty_hints(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
+	assert_int_equal(info->ep_attr->type, FI_EP_RDM);
+	assert_int_equal(info->domain_attr->threading, FI_THREAD_SAFE);
+	assert_int_equal(info->tx_attr->size, 256);
+	assert_int_equal(info->rx_attr->size, 512);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void test_ep_type(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->ep_attr->type = FI_EP_MSG;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->type = FI_EP_DGRAM;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->type = FI_EP_RDM;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->ep_attr->type = FI_EP_UNSPEC;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	fi_freeinfo(hints);
+}
+
+static void test_caps(void **state)
+{
+	static const uint64_t not_offered[] = {
+		FI_MSG, FI_RMA, FI_TAGGED, FI_ATOMIC, FI_MSG | FI_LOCAL_COMM,
+	};
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	for (size_t i = 0; i < sizeof(not_offered) / sizeof(*not_offered); i++) {
+		hints->caps = not_offered[i];
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	}
+	hints->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->caps = FI_LOCAL_COMM;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	/* The domain capabilities are always reported. */
+	assert_int_equal(info->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void test_domain_caps(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->domain_attr->caps = FI_LOCAL_COMM;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->domain_attr->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->domain_attr->caps = FI_SHARED_AV;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_tx_rx_caps(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->tx_attr->caps = FI_LOCAL_COMM;
+	hints->rx_attr->caps = FI_REMOTE_COMM;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->tx_attr->caps = FI_WRITE;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->caps = 0;
+	hints->rx_attr->caps = FI_RECV;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_addr_format(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->addr_format = FI_SOCKADDR_IN;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->addr_format = FI_SOCKADDR;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->addr_format = FI_FORMAT_UNSPEC;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->addr_format = FI_SOCKADDR_IB;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->addr_format = FI_SOCKADDR_IN6;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_names(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->fabric_attr->name = strdup("10.9.9.0/24");
+	hints->domain_attr->name = strdup("rxe0");
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+
+	free(hints->fabric_attr->name);
+	hints->fabric_attr->name = strdup("10.9.8.0/24");
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+
+	free(hints->fabric_attr->name);
+	hints->fabric_attr->name = NULL;
+	free(hints->domain_attr->name);
+	hints->domain_attr->name = strdup("rxe1");
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_progress(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	fi_freeinfo(hints);
+}
+
+static void test_mr_mode_v1_0(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->domain_attr->mr_mode = FI_MR_BASIC;
+	assert_int_equal(match(V(1, 0), hints, &info), 0);
+	assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+	fi_freeinfo(info);
+
+	hints->domain_attr->mr_mode = FI_MR_UNSPEC;
+	assert_int_equal(match(V(1, 0), hints, &info), 0);
+	assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+	fi_freeinfo(info);
+
+	hints->domain_attr->mr_mode = FI_MR_SCALABLE;
+	assert_int_equal(match(V(1, 0), hints, NULL), -FI_ENODATA);
+	hints->domain_attr->mr_mode = FI_MR_BASIC;
+	assert_int_equal(match(V(1, 4), hints, NULL), 0);
+	hints->domain_attr->mr_mode = FI_MR_SCALABLE;
+	assert_int_equal(match(V(1, 4), hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_mr_mode_v1_5(void **state)
+{
+	static const uint32_t versions[] = { FI_VERSION(1, 5), V_CUR };
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	for (size_t i = 0; i < 2; i++) {
+		uint32_t v = versions[i];
+
+		hints->domain_attr->mr_mode = FI_MR_BASIC;
+		info = NULL;
+		assert_int_equal(match(v, hints, &info), 0);
+		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+		fi_freeinfo(info);
+
+		hints->domain_attr->mr_mode = FI_MR_SCALABLE;
+		assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
+
+		/* The old enum values do not mix with the bits. */
+		hints->domain_attr->mr_mode = FI_MR_BASIC | FI_MR_LOCAL;
+		assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
+
+		hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+					      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+		info = NULL;
+		assert_int_equal(match(v, hints, &info), 0);
+		/* Without RMA caps nothing is required of the application. */
+		assert_int_equal(info->domain_attr->mr_mode, 0);
+		fi_freeinfo(info);
+
+		hints->domain_attr->mr_mode = FI_MR_UNSPEC;
+		assert_int_equal(match(v, hints, NULL), 0);
+	}
+	fi_freeinfo(hints);
+}
+
+static void test_tx_size(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->tx_attr->size = 257;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->size = 256;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->size, 256);
+	fi_freeinfo(info);
+	hints->tx_attr->size = 100;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->size, 100);
+	/* Unhinted limits keep the offered values. */
+	assert_int_equal(info->tx_attr->iov_limit, 32);
+	assert_int_equal(info->rx_attr->size, 512);
+	fi_freeinfo(info);
+
+	hints->tx_attr->size = 0;
+	hints->tx_attr->iov_limit = 33;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->iov_limit = 4;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->iov_limit, 4);
+	fi_freeinfo(info);
+
+	hints->tx_attr->iov_limit = 0;
+	hints->tx_attr->rma_iov_limit = 2;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->rma_iov_limit = 0;
+	hints->tx_attr->inject_size = 1;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_rx_limits(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->rx_attr->iov_limit = 28;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->rx_attr->iov_limit = 27;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->rx_attr->iov_limit, 27);
+	fi_freeinfo(info);
+
+	hints->rx_attr->iov_limit = 0;
+	hints->rx_attr->size = 513;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->rx_attr->size = 64;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->rx_attr->size, 64);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void test_ep_limits(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->ep_attr->max_msg_size = 8 * MiB + 1;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->max_msg_size = 8 * MiB;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->ep_attr->max_msg_size = 0;
+
+	hints->ep_attr->max_order_waw_size = 1;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->max_order_waw_size = 0;
+
+	hints->ep_attr->tx_ctx_cnt = 2;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->tx_ctx_cnt = 1;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->ep_attr->rx_ctx_cnt = 2;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_domain_limits(void **state)
+{
+	struct fi_info *hints = hints_alloc();
+
+	(void) state;
+	hints->domain_attr->cq_data_size = 8;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->cq_data_size = 4;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+
+	hints->domain_attr->mr_iov_limit = 2;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->mr_iov_limit = 1;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+
+	hints->domain_attr->mr_key_size = 16;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->mr_key_size = 8;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+
+	hints->domain_attr->cq_cnt = 1048577;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->cq_cnt = 0;
+	hints->domain_attr->mr_cnt = 524288;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->mr_cnt = 0;
+	hints->domain_attr->cntr_cnt = nrma_params.cntr_max + 1;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->cntr_cnt = 0;
+	hints->domain_attr->max_ep_tx_ctx = 2;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void test_threading_av_type(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	hints->domain_attr->av_type = FI_AV_MAP;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->domain_attr->threading, FI_THREAD_DOMAIN);
+	assert_int_equal(info->domain_attr->av_type, FI_AV_MAP);
+	fi_freeinfo(info);
+
+	hints->domain_attr->threading = FI_THREAD_UNSPEC;
+	hints->domain_attr->av_type = FI_AV_TABLE;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->domain_attr->threading, FI_THREAD_SAFE);
+	assert_int_equal(info->domain_attr->av_type, FI_AV_TABLE);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void test_op_flags_echoed(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->tx_attr->op_flags = FI_COMPLETION;
+	hints->rx_attr->op_flags = FI_COMPLETION;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->op_flags, FI_COMPLETION);
+	assert_int_equal(info->rx_attr->op_flags, FI_COMPLETION);
+	assert_int_equal(info->fabric_attr->api_version, V_CUR);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+/* nrma_getinfo over a synthetic device table (numeric addresses only). */
+
+static struct nrma_device two_devs[2];
+
+static int getinfo_setup(void **state)
+{
+	setup(state);
+	two_devs[0] = test_dev;
+	rxe_device(&two_devs[1], "rxe1", "192.168.1.77", "255.255.0.0");
+	nrma_devices = two_devs;
+	nrma_device_count = 2;
+	return 0;
+}
+
+static int getinfo_teardown(void **state)
+{
+	(void) state;
+	nrma_devices = NULL;
+	nrma_device_count = 0;
+	return 0;
+}
+
+static void assert_sin(const void *addr, size_t len, const char *ip,
+		       uint16_t port)
+{
+	const struct sockaddr_in *sin = addr;
+	char buf[INET_ADDRSTRLEN];
+
+	assert_non_null(addr);
+	assert_int_equal(len, sizeof(*sin));
+	assert_int_equal(sin->sin_family, AF_INET);
+	assert_non_null(inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)));
+	assert_string_equal(buf, ip);
+	assert_int_equal(ntohs(sin->sin_port), port);
+}
+
+static void test_getinfo_all_devices(void **state)
+{
+	struct fi_info *info = NULL;
+
+	(void) state;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, NULL, &info), 0);
+	assert_non_null(info);
+	assert_non_null(info->next);
+	assert_null(info->next->next);
+	assert_string_equal(info->domain_attr->name, "rxe0");
+	assert_string_equal(info->fabric_attr->name, "10.9.9.0/24");
+	assert_sin(info->src_addr, info->src_addrlen, "10.9.9.1", 0);
+	assert_null(info->dest_addr);
+	assert_string_equal(info->next->domain_attr->name, "rxe1");
+	assert_string_equal(info->next->fabric_attr->name, "192.168.0.0/16");
+	assert_sin(info->next->src_addr, info->next->src_addrlen,
+		   "192.168.1.77", 0);
+	fi_freeinfo(info);
+}
+
+static void test_getinfo_source(void **state)
+{
+	struct fi_info *info = NULL;
+
+	(void) state;
+	assert_int_equal(nrma_getinfo(V_CUR, "192.168.1.77", "7000",
+				      FI_SOURCE | FI_NUMERICHOST, NULL, &info),
+			 0);
+	assert_null(info->next);
+	assert_string_equal(info->domain_attr->name, "rxe1");
+	assert_sin(info->src_addr, info->src_addrlen, "192.168.1.77", 7000);
+	fi_freeinfo(info);
+
+	/* A service alone binds that port on every device. */
+	info = NULL;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, "7001", 0, NULL, &info), 0);
+	assert_non_null(info->next);
+	assert_sin(info->src_addr, info->src_addrlen, "10.9.9.1", 7001);
+	assert_sin(info->next->src_addr, info->next->src_addrlen,
+		   "192.168.1.77", 7001);
+	fi_freeinfo(info);
+
+	info = NULL;
+	assert_int_equal(nrma_getinfo(V_CUR, "10.9.9.2", "7000",
+				      FI_SOURCE | FI_NUMERICHOST, NULL, &info),
+			 -FI_ENODATA);
+	assert_null(info);
+}
+
+static void test_getinfo_dest(void **state)
+{
+	struct fi_info *info = NULL;
+
+	(void) state;
+	assert_int_equal(nrma_getinfo(V_CUR, "10.9.9.5", "7002",
+				      FI_NUMERICHOST, NULL, &info), 0);
+	assert_non_null(info->next);
+	assert_sin(info->dest_addr, info->dest_addrlen, "10.9.9.5", 7002);
+	assert_sin(info->src_addr, info->src_addrlen, "10.9.9.1", 0);
+	fi_freeinfo(info);
+}
+
+static void test_getinfo_hints(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->domain_attr->name = strdup("rxe1");
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_null(info->next);
+	assert_string_equal(info->domain_attr->name, "rxe1");
+	fi_freeinfo(info);
+
+	info = NULL;
+	hints->ep_attr->type = FI_EP_MSG;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 -FI_ENODATA);
+	assert_null(info);
+	fi_freeinfo(hints);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_alloc_fields, setup),
+		cmocka_unit_test_setup(test_alloc_clamps_to_device, setup),
+		cmocka_unit_test_setup(test_fabric_name, setup),
+		cmocka_unit_test_setup(test_fabric_name_too_small, setup),
+		cmocka_unit_test_setup(test_no_hints, setup),
+		cmocka_unit_test_setup(test_empty_hints, setup),
+		cmocka_unit_test_setup(test_ep_type, setup),
+		cmocka_unit_test_setup(test_caps, setup),
+		cmocka_unit_test_setup(test_domain_caps, setup),
+		cmocka_unit_test_setup(test_tx_rx_caps, setup),
+		cmocka_unit_test_setup(test_addr_format, setup),
+		cmocka_unit_test_setup(test_names, setup),
+		cmocka_unit_test_setup(test_progress, setup),
+		cmocka_unit_test_setup(test_mr_mode_v1_0, setup),
+		cmocka_unit_test_setup(test_mr_mode_v1_5, setup),
+		cmocka_unit_test_setup(test_tx_size, setup),
+		cmocka_unit_test_setup(test_rx_limits, setup),
+		cmocka_unit_test_setup(test_ep_limits, setup),
+		cmocka_unit_test_setup(test_domain_limits, setup),
+		cmocka_unit_test_setup(test_threading_av_type, setup),
+		cmocka_unit_test_setup(test_op_flags_echoed, setup),
+		cmocka_unit_test_setup_teardown(test_getinfo_all_devices,
+						getinfo_setup, getinfo_teardown),
+		cmocka_unit_test_setup_teardown(test_getinfo_source,
+						getinfo_setup, getinfo_teardown),
+		cmocka_unit_test_setup_teardown(test_getinfo_dest,
+						getinfo_setup, getinfo_teardown),
+		cmocka_unit_test_setup_teardown(test_getinfo_hints,
+						getinfo_setup, getinfo_teardown),
+	};
+
+	return cmocka_run_group_tests_name("nrma_attr", tests, NULL, NULL);
+}
