@@ -30,8 +30,6 @@ NRMA_ENOSYS(int, nrma_no_join, struct fid_ep *ep, const void *addr,
 	    uint64_t flags, struct fid_mc **mc, void *context)
 NRMA_ENOSYS(int, nrma_no_scalable_ep, struct fid_domain *domain,
 	    struct fi_info *info, struct fid_ep **sep, void *context)
-NRMA_ENOSYS(int, nrma_no_poll_open, struct fid_domain *domain,
-	    struct fi_poll_attr *attr, struct fid_poll **pollset)
 NRMA_ENOSYS(int, nrma_no_stx_ctx, struct fid_domain *domain,
 	    struct fi_tx_attr *attr, struct fid_stx **stx, void *context)
 NRMA_ENOSYS(int, nrma_no_srx_ctx, struct fid_domain *domain,

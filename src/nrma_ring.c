@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nrma_ring.h"
 
@@ -44,4 +46,23 @@ void nrma_ring_consume(struct nrma_ring *ring, size_t n)
 		n = ring->count;
 	ring->head = (ring->head + n) % ring->capacity;
 	ring->count -= n;
+}
+
+int nrma_ring_grow(struct nrma_ring *ring)
+{
+	struct nrma_ring bigger;
+	int ret;
+
+	if (ring->capacity > SIZE_MAX / 2 / ring->elem_size)
+		return -ENOMEM;
+	ret = nrma_ring_init(&bigger, ring->capacity * 2, ring->elem_size);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < ring->count; i++)
+		memcpy(bigger.elems + i * ring->elem_size,
+		       nrma_ring_at(ring, i), ring->elem_size);
+	bigger.count = ring->count;
+	nrma_ring_fini(ring);
+	*ring = bigger;
+	return 0;
 }

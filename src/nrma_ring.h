@@ -35,6 +35,8 @@ static inline bool nrma_ring_full(const struct nrma_ring *ring)
 void *nrma_ring_push(struct nrma_ring *ring);
 /* The i-th oldest element, i < count. */
 void *nrma_ring_at(const struct nrma_ring *ring, size_t i);
+/* Doubles the capacity, keeping the elements in order. */
+int nrma_ring_grow(struct nrma_ring *ring);
 /* Drops the n oldest elements. */
 void nrma_ring_consume(struct nrma_ring *ring, size_t n);
 

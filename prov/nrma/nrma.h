@@ -25,6 +25,8 @@
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "nrma_bufpool.h"
+#include "nrma_hash.h"
 #include "nrma_list.h"
 #include "nrma_ring.h"
 
@@ -34,6 +36,13 @@
 #define NRMA_PROTOCOL_VERSION	1
 
 extern struct fi_provider nrma_prov;
+
+struct ibv_qp;
+struct rdma_cm_id;
+struct nrma_ep;
+struct nrma_listener;
+struct nrma_proto;
+struct nrma_verbs_ep;
 
 #define NRMA_WARN(subsys, ...)	FI_WARN(&nrma_prov, subsys, __VA_ARGS__)
 #define NRMA_INFO(subsys, ...)	FI_INFO(&nrma_prov, subsys, __VA_ARGS__)
@@ -47,6 +56,9 @@ struct nrma_params {
 	size_t cq_size;		/* CQ size when the application gives 0 */
 	size_t cntr_max;	/* counters per domain */
 	int wait_spin_us;	/* busy-poll before a blocking wait sleeps */
+	size_t eager_size;	/* largest message sent by copy */
+	size_t unexp_max;	/* unexpected messages held per endpoint */
+	size_t qp_depth;	/* send queue depth per connection */
 };
 extern struct nrma_params nrma_params;
 
@@ -61,6 +73,8 @@ struct nrma_dev_limits {
 	size_t max_cq;
 	size_t max_qp;
 	size_t max_mr;
+	size_t max_qp_rd_atom;
+	size_t max_cqe;
 };
 
 /* A verbs device that can run nrma, found when the provider loads. */
@@ -87,13 +101,20 @@ int nrma_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,
 		 struct fi_info **info);
 
-/* Wait objects: an eventfd that is readable while there is work to read. */
+/*
+ * Wait objects.  FI_WAIT_FD is an epoll fd holding an eventfd (signalled
+ * when the object gains something to read) and the completion and
+ * connection channels of the endpoints bound to the object.
+ */
 struct nrma_wait {
 	enum fi_wait_obj type;		/* FI_WAIT_NONE, _FD or _YIELD */
-	int fd;				/* eventfd for FI_WAIT_FD, else -1 */
+	int fd;				/* epoll fd for FI_WAIT_FD, else -1 */
+	int event_fd;
 };
 
 int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested);
+int nrma_wait_add_fd(struct nrma_wait *wait, int fd);
+void nrma_wait_del_fd(struct nrma_wait *wait, int fd);
 void nrma_wait_close(struct nrma_wait *wait);
 void nrma_wait_signal(struct nrma_wait *wait);
 void nrma_wait_drain(struct nrma_wait *wait);
@@ -146,6 +167,10 @@ struct nrma_domain {
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);
 
+/* Poll sets (nrma_poll.c) */
+int nrma_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		   struct fid_poll **poll);
+
 /* Memory registration */
 struct nrma_mr {
 	struct fid_mr mr_fid;
@@ -155,6 +180,26 @@ struct nrma_mr {
 };
 
 extern struct fi_ops_mr nrma_mr_ops;
+
+/*
+ * The endpoints bound to a CQ or counter, which reading it progresses.
+ * Its lock orders before any endpoint's lock.
+ */
+struct nrma_ep_set {
+	pthread_mutex_t lock;
+	struct nrma_ep **eps;
+	size_t count;
+};
+
+void nrma_ep_set_init(struct nrma_ep_set *set);
+void nrma_ep_set_fini(struct nrma_ep_set *set);
+int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
+		    struct nrma_wait *wait);
+void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
+		     struct nrma_wait *wait);
+void nrma_ep_set_progress(struct nrma_ep_set *set);
+/* Arms every endpoint; -FI_EAGAIN if one had work after all. */
+int nrma_ep_set_arm(struct nrma_ep_set *set);
 
 /* Completion queue: a ring of completions and a list of errors. */
 struct nrma_cq_entry {
@@ -178,12 +223,17 @@ struct nrma_cq {
 	struct nrma_dlist errors;	/* struct nrma_cq_err */
 	bool signaled;
 	struct nrma_wait wait;
+	struct nrma_ep_set eps;		/* endpoints to progress */
 	atomic_int ref;			/* endpoints bound to it */
 };
 
 int nrma_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		 struct fid_cq **cq, void *context);
 int nrma_cq_trywait(struct nrma_cq *cq);
+bool nrma_cq_ready(struct nrma_cq *cq);
+void nrma_cq_write(struct nrma_cq *cq, const struct nrma_cq_entry *entry);
+void nrma_cq_write_err(struct nrma_cq *cq, const struct fi_cq_err_entry *err);
+size_t nrma_cq_room(struct nrma_cq *cq);
 
 /* Counter */
 struct nrma_cntr {
@@ -192,12 +242,15 @@ struct nrma_cntr {
 	_Atomic uint64_t value;
 	_Atomic uint64_t err;
 	struct nrma_wait wait;
+	struct nrma_ep_set eps;		/* endpoints to progress */
 	atomic_int ref;			/* endpoints bound to it */
 };
 
 int nrma_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		   struct fid_cntr **cntr, void *context);
 int nrma_cntr_trywait(struct nrma_cntr *cntr);
+void nrma_cntr_inc(struct nrma_cntr *cntr);
+void nrma_cntr_inc_err(struct nrma_cntr *cntr);
 
 /* Address vector: endpoint names are IPv4 socket addresses. */
 struct nrma_av {
@@ -216,9 +269,42 @@ struct nrma_av {
 int nrma_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		 struct fid_av **av, void *context);
 bool nrma_addr_valid(const void *addr, size_t len);
+int nrma_av_get(struct nrma_av *av, fi_addr_t fi_addr, struct sockaddr_in *sin);
+fi_addr_t nrma_av_find(struct nrma_av *av, const struct sockaddr_in *sin);
 int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
 
+/* Connections (nrma_cm.c): one RC queue pair per peer and endpoint. */
+enum nrma_conn_state {
+	NRMA_CONN_CONNECTING,
+	NRMA_CONN_CONNECTED,
+	NRMA_CONN_FAILED,
+};
+
+struct nrma_conn {
+	struct nrma_dlist link;		/* nrma_ep.conns */
+	struct nrma_ep *ep;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	enum nrma_conn_state state;
+	int error;			/* why it failed */
+	bool outgoing;
+	struct sockaddr_in peer;	/* the peer endpoint's name */
+	fi_addr_t fi_addr;		/* FI_ADDR_NOTAVAIL until known */
+	uint32_t qp_num;
+	int64_t started;		/* ms: first attempt to reach the peer */
+};
+
+int nrma_conn_get(struct nrma_ep *ep, fi_addr_t fi_addr,
+		  struct nrma_conn **conn);
+struct nrma_conn *nrma_conn_by_qp(struct nrma_ep *ep, uint32_t qp_num);
+fi_addr_t nrma_conn_fi_addr(struct nrma_conn *conn);
+void nrma_conn_fail(struct nrma_conn *conn, int error);
+void nrma_cm_progress(struct nrma_ep *ep);
+void nrma_conns_close(struct nrma_ep *ep);
+
 /* RDM endpoint */
+#define NRMA_IOV_LIMIT	4
+
 struct nrma_ep {
 	struct fid_ep ep_fid;
 	struct nrma_domain *domain;
@@ -235,10 +321,63 @@ struct nrma_ep {
 	struct nrma_av *av;
 	struct nrma_eq *eq;
 	struct nrma_listener *listener;
+	struct sockaddr_in name;	/* fixed at fi_enable */
 	bool enabled;
+	uint64_t tx_op_flags;
+	uint64_t rx_op_flags;
+	size_t min_multi_recv;
+
+	/* verbs resources, shared by all connections */
+	struct nrma_verbs_ep *verbs;
+	struct nrma_proto *proto;	/* nrma_proto.c */
+
+	struct nrma_dlist conns;	/* every struct nrma_conn */
+	struct nrma_conn **peers;	/* by fi_addr_t */
+	size_t npeers;
+	struct nrma_hash qp_conns;	/* qp_num -> conn */
 };
 
 int nrma_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 struct fid_ep **ep, void *context);
+void nrma_ep_progress(struct nrma_ep *ep);
+int nrma_ep_arm(struct nrma_ep *ep);
+int nrma_ep_cm_fd(const struct nrma_ep *ep);
+
+/*
+ * The message protocol (nrma_proto.c) behind fi_msg (nrma_msg.c) and
+ * fi_tagged (nrma_tagged.c).
+ */
+struct nrma_send_args {
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	fi_addr_t dest;
+	uint64_t data;
+	uint64_t tag;
+	uint64_t flags;		/* FI_TAGGED marks a tagged send */
+	void *context;
+};
+
+struct nrma_recv_args {
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	uint64_t tag;
+	uint64_t ignore;
+	uint64_t flags;		/* FI_TAGGED marks a tagged receive */
+	void *context;
+};
+
+ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *args);
+ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
+
+extern struct fi_ops_msg nrma_msg_ops;
+extern struct fi_ops_tagged nrma_tagged_ops;
+int nrma_proto_open(struct nrma_ep *ep);
+void nrma_proto_close(struct nrma_ep *ep);
+size_t nrma_proto_cq_size(const struct fi_info *info);
+int nrma_proto_progress(struct nrma_ep *ep);
+void nrma_proto_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
+ssize_t nrma_proto_cancel(struct nrma_ep *ep, void *context);
 
 #endif /* NRMA_H */

@@ -14,8 +14,9 @@
 
 /* What works today; later features add their bits here. */
 #define NRMA_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define NRMA_TX_CAPS		0ULL
-#define NRMA_RX_CAPS		0ULL
+#define NRMA_TX_CAPS		(FI_MSG | FI_TAGGED | FI_SEND)
+#define NRMA_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | \
+				 FI_MULTI_RECV)
 #define NRMA_CAPS		(NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
 
 /* Registrations are addressed by virtual address with provider keys. */
@@ -63,18 +64,20 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->addr_format = FI_SOCKADDR_IN;
 
 	info->tx_attr->caps = NRMA_TX_CAPS;
-	info->tx_attr->msg_order = FI_ORDER_NONE;
+	/* RC delivers in order, and messages are matched in arrival order. */
+	info->tx_attr->msg_order = FI_ORDER_SAS;
 	info->tx_attr->comp_order = FI_ORDER_NONE;
-	info->tx_attr->inject_size = 0;
+	info->tx_attr->inject_size = nrma_params.eager_size;
 	info->tx_attr->size = min_size(nrma_params.tx_size, lim->max_qp_wr);
-	info->tx_attr->iov_limit = lim->max_sge;
+	info->tx_attr->iov_limit = min_size(NRMA_IOV_LIMIT, lim->max_sge);
 	info->tx_attr->rma_iov_limit = 1;	/* one remote address per WR */
 
 	info->rx_attr->caps = NRMA_RX_CAPS;
-	info->rx_attr->msg_order = FI_ORDER_NONE;
+	info->rx_attr->msg_order = FI_ORDER_SAS;
 	info->rx_attr->comp_order = FI_ORDER_NONE;
 	info->rx_attr->size = min_size(nrma_params.rx_size, lim->max_srq_wr);
-	info->rx_attr->iov_limit = min_size(lim->max_sge, lim->max_srq_sge);
+	/* A rendezvous read scatters into the receive: max_sge_rd bounds it. */
+	info->rx_attr->iov_limit = min_size(NRMA_IOV_LIMIT, lim->max_sge_rd);
 
 	info->ep_attr->type = FI_EP_RDM;
 	info->ep_attr->protocol = FI_PROTO_UNSPEC;
@@ -226,11 +229,26 @@ static bool rx_unmet(const struct fi_rx_attr *prov, const struct fi_rx_attr *wan
 	       exceeds(want->iov_limit, prov->iov_limit);
 }
 
+#define NRMA_CAP_MODIFIERS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
+				 FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+/* A context may not ask for more than the endpoint as a whole. */
+static bool context_caps_exceed(const struct fi_info *hints)
+{
+	uint64_t allowed = hints->caps | NRMA_CAP_MODIFIERS;
+
+	return hints->caps &&
+	       ((hints->tx_attr && (hints->tx_attr->caps & ~allowed)) ||
+		(hints->rx_attr && (hints->rx_attr->caps & ~allowed)));
+}
+
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints)
 {
 	if (!hints)
 		return 0;
+	if (context_caps_exceed(hints))
+		return -FI_ENODATA;
 	if (mode_unmet(hints->caps, prov->caps) ||
 	    mode_unmet(prov->mode, hints->mode) ||
 	    (hints->addr_format != FI_FORMAT_UNSPEC &&
@@ -271,6 +289,11 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 		info->tx_attr->caps &= info->caps;
 		info->rx_attr->caps &= info->caps;
 	}
+	/* A context gets only the capabilities asked of it, if any were. */
+	if (hints->tx_attr && hints->tx_attr->caps)
+		info->tx_attr->caps &= hints->tx_attr->caps;
+	if (hints->rx_attr && hints->rx_attr->caps)
+		info->rx_attr->caps &= hints->rx_attr->caps;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
 	    (hints->domain_attr && hints->domain_attr->mr_mode == FI_MR_BASIC))
 		dom->mr_mode = FI_MR_BASIC;

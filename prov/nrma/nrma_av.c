@@ -198,6 +198,38 @@ static bool av_entry_live(const struct nrma_av *av, fi_addr_t fi_addr)
 	return fi_addr < av->count && av->addrs[fi_addr].sin_family == AF_INET;
 }
 
+int nrma_av_get(struct nrma_av *av, fi_addr_t fi_addr, struct sockaddr_in *sin)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&av->lock);
+	if (av_entry_live(av, fi_addr))
+		*sin = av->addrs[fi_addr];
+	else
+		ret = -FI_EINVAL;
+	pthread_mutex_unlock(&av->lock);
+	return ret;
+}
+
+static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr &&
+	       a->sin_port == b->sin_port;
+}
+
+/* Reverse lookup, for FI_SOURCE; runs once per connection, not per message. */
+fi_addr_t nrma_av_find(struct nrma_av *av, const struct sockaddr_in *sin)
+{
+	fi_addr_t found = FI_ADDR_NOTAVAIL;
+
+	pthread_mutex_lock(&av->lock);
+	for (size_t i = 0; i < av->count && found == FI_ADDR_NOTAVAIL; i++)
+		if (av_entry_live(av, i) && same_addr(&av->addrs[i], sin))
+			found = i;
+	pthread_mutex_unlock(&av->lock);
+	return found;
+}
+
 static int nrma_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
 			  size_t count, uint64_t flags)
 {

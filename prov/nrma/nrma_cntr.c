@@ -10,14 +10,33 @@ static struct nrma_cntr *cntr_of(struct fid_cntr *cntr_fid)
 	return nrma_container_of(cntr_fid, struct nrma_cntr, cntr_fid);
 }
 
+void nrma_cntr_inc(struct nrma_cntr *cntr)
+{
+	atomic_fetch_add(&cntr->value, 1);
+	nrma_wait_signal(&cntr->wait);
+}
+
+void nrma_cntr_inc_err(struct nrma_cntr *cntr)
+{
+	atomic_fetch_add(&cntr->err, 1);
+	nrma_wait_signal(&cntr->wait);
+}
+
+/* Reading a counter drives progress: nrma's progress model is manual. */
 static uint64_t nrma_cntr_read(struct fid_cntr *cntr_fid)
 {
-	return atomic_load(&cntr_of(cntr_fid)->value);
+	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+
+	nrma_ep_set_progress(&cntr->eps);
+	return atomic_load(&cntr->value);
 }
 
 static uint64_t nrma_cntr_readerr(struct fid_cntr *cntr_fid)
 {
-	return atomic_load(&cntr_of(cntr_fid)->err);
+	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+
+	nrma_ep_set_progress(&cntr->eps);
+	return atomic_load(&cntr->err);
 }
 
 static int nrma_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
@@ -79,6 +98,7 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
+		nrma_ep_set_progress(&cntr->eps);
 		if (atomic_load(&cntr->value) >= threshold)
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
@@ -93,6 +113,8 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
 			return -FI_EAVAIL;
+		if (nrma_ep_set_arm(&cntr->eps))
+			continue;
 		ret = nrma_wait_block(&cntr->wait,
 				      nrma_timeout_left(&start, timeout));
 		if (ret && ret != -FI_ETIMEDOUT)
@@ -102,9 +124,14 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 
 int nrma_cntr_trywait(struct nrma_cntr *cntr)
 {
+	int ret;
+
+	nrma_ep_set_progress(&cntr->eps);
+	ret = nrma_ep_set_arm(&cntr->eps);
 	/* Every change signals the fd, so one drained now wakes on the next. */
-	nrma_wait_drain(&cntr->wait);
-	return 0;
+	if (!ret)
+		nrma_wait_drain(&cntr->wait);
+	return ret;
 }
 
 static int nrma_cntr_control(struct fid *fid, int command, void *arg)
@@ -122,6 +149,7 @@ static int nrma_cntr_close(struct fid *fid)
 
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
+	nrma_ep_set_fini(&cntr->eps);
 	nrma_wait_close(&cntr->wait);
 	atomic_fetch_sub(&cntr->domain->ref, 1);
 	free(cntr);
@@ -171,6 +199,7 @@ int nrma_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 		free(cntr);
 		return ret;
 	}
+	nrma_ep_set_init(&cntr->eps);
 	cntr->domain = domain;
 	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	cntr->cntr_fid.fid.context = context;

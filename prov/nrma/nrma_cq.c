@@ -67,6 +67,49 @@ static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 	return n;
 }
 
+/* Completions are written by endpoint progress, never by the device. */
+void nrma_cq_write(struct nrma_cq *cq, const struct nrma_cq_entry *entry)
+{
+	struct nrma_cq_entry *slot;
+
+	pthread_mutex_lock(&cq->lock);
+	slot = nrma_ring_push(&cq->comps);
+	/* Progress reaps no more than nrma_cq_room(); growing is a backstop. */
+	if (!slot && !nrma_ring_grow(&cq->comps))
+		slot = nrma_ring_push(&cq->comps);
+	if (slot)
+		*slot = *entry;
+	else
+		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
+	nrma_wait_signal(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+}
+
+void nrma_cq_write_err(struct nrma_cq *cq, const struct fi_cq_err_entry *err)
+{
+	struct nrma_cq_err *entry = calloc(1, sizeof(*entry));
+
+	if (!entry) {
+		NRMA_WARN(FI_LOG_CQ, "out of memory: error completion lost\n");
+		return;
+	}
+	entry->err = *err;
+	pthread_mutex_lock(&cq->lock);
+	nrma_dlist_insert_tail(&entry->link, &cq->errors);
+	nrma_wait_signal(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+}
+
+size_t nrma_cq_room(struct nrma_cq *cq)
+{
+	size_t room;
+
+	pthread_mutex_lock(&cq->lock);
+	room = cq->comps.capacity - cq->comps.count;
+	pthread_mutex_unlock(&cq->lock);
+	return room;
+}
+
 static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr)
 {
@@ -75,6 +118,7 @@ static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 
 	if (!buf && count)
 		return -FI_EINVAL;
+	nrma_ep_set_progress(&cq->eps);
 	pthread_mutex_lock(&cq->lock);
 	ret = cq_read_locked(cq, buf, count, src_addr);
 	pthread_mutex_unlock(&cq->lock);
@@ -96,6 +140,7 @@ static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
 
 	if (flags)
 		return -FI_EBADFLAGS;
+	nrma_ep_set_progress(&cq->eps);
 	pthread_mutex_lock(&cq->lock);
 	item = nrma_dlist_pop_front(&cq->errors);
 	if (!item) {
@@ -155,9 +200,12 @@ static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
 		cq->threshold = *(const size_t *) cond;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
+		nrma_ep_set_progress(&cq->eps);
 		ret = cq_sread_step(cq, buf, count, src_addr, &woken);
 		if (ret != -FI_EAGAIN || woken)
 			return ret;
+		if (nrma_ep_set_arm(&cq->eps))
+			continue;
 		ret = nrma_wait_block(&cq->wait,
 				      nrma_timeout_left(&start, timeout));
 		if (ret == -FI_ETIMEDOUT)
@@ -171,6 +219,18 @@ static ssize_t nrma_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
 			     const void *cond, int timeout)
 {
 	return nrma_cq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+}
+
+/* For poll sets: progresses, then says whether a read would find work. */
+bool nrma_cq_ready(struct nrma_cq *cq)
+{
+	bool ready;
+
+	nrma_ep_set_progress(&cq->eps);
+	pthread_mutex_lock(&cq->lock);
+	ready = cq_ready(cq);
+	pthread_mutex_unlock(&cq->lock);
+	return ready;
 }
 
 static int nrma_cq_signal(struct fid_cq *cq_fid)
@@ -200,8 +260,12 @@ static const char *nrma_cq_strerror(struct fid_cq *cq_fid, int prov_errno,
 
 int nrma_cq_trywait(struct nrma_cq *cq)
 {
-	int ret = 0;
+	int ret;
 
+	nrma_ep_set_progress(&cq->eps);
+	ret = nrma_ep_set_arm(&cq->eps);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&cq->lock);
 	if (cq_ready(cq)) {
 		ret = -FI_EAGAIN;
@@ -231,6 +295,7 @@ static int nrma_cq_close(struct fid *fid)
 	while ((item = nrma_dlist_pop_front(&cq->errors)))
 		free(nrma_container_of(item, struct nrma_cq_err, link));
 	nrma_ring_fini(&cq->comps);
+	nrma_ep_set_fini(&cq->eps);
 	nrma_wait_close(&cq->wait);
 	pthread_mutex_destroy(&cq->lock);
 	atomic_fetch_sub(&cq->domain->ref, 1);
@@ -298,6 +363,7 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 		goto err_ring;
 	pthread_mutex_init(&cq->lock, NULL);
 	nrma_dlist_init(&cq->errors);
+	nrma_ep_set_init(&cq->eps);
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
 		     FI_CQ_FORMAT_CONTEXT : attr->format;
 	cq->wait_cond = attr->wait_cond;

@@ -20,6 +20,128 @@ static struct nrma_ep *ep_of_fid(struct fid *fid)
 	return nrma_container_of(fid, struct nrma_ep, ep_fid.fid);
 }
 
+/* Endpoint sets of CQs and counters */
+
+void nrma_ep_set_init(struct nrma_ep_set *set)
+{
+	pthread_mutex_init(&set->lock, NULL);
+	set->eps = NULL;
+	set->count = 0;
+}
+
+void nrma_ep_set_fini(struct nrma_ep_set *set)
+{
+	free(set->eps);
+	pthread_mutex_destroy(&set->lock);
+}
+
+/* The fds whose readiness means the endpoint has progress to make. */
+static int ep_watch(struct nrma_ep *ep, struct nrma_wait *wait)
+{
+	int ret = nrma_wait_add_fd(wait, nrma_verbs_ep_fd(ep->verbs));
+
+	if (!ret)
+		ret = nrma_wait_add_fd(wait, nrma_ep_cm_fd(ep));
+	return ret;
+}
+
+static void ep_unwatch(struct nrma_ep *ep, struct nrma_wait *wait)
+{
+	nrma_wait_del_fd(wait, nrma_verbs_ep_fd(ep->verbs));
+	nrma_wait_del_fd(wait, nrma_ep_cm_fd(ep));
+}
+
+int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
+		    struct nrma_wait *wait)
+{
+	struct nrma_ep **eps;
+	int ret = 0;
+
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count; i++)
+		if (set->eps[i] == ep)
+			goto out;	/* bound for both directions */
+	eps = realloc(set->eps, (set->count + 1) * sizeof(*eps));
+	if (!eps) {
+		ret = -FI_ENOMEM;
+		goto out;
+	}
+	set->eps = eps;
+	ret = ep_watch(ep, wait);
+	if (!ret)
+		set->eps[set->count++] = ep;
+out:
+	pthread_mutex_unlock(&set->lock);
+	return ret;
+}
+
+void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
+		     struct nrma_wait *wait)
+{
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count; i++) {
+		if (set->eps[i] != ep)
+			continue;
+		ep_unwatch(ep, wait);
+		set->eps[i] = set->eps[--set->count];
+		break;
+	}
+	pthread_mutex_unlock(&set->lock);
+}
+
+void nrma_ep_set_progress(struct nrma_ep_set *set)
+{
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count; i++)
+		nrma_ep_progress(set->eps[i]);
+	pthread_mutex_unlock(&set->lock);
+}
+
+int nrma_ep_set_arm(struct nrma_ep_set *set)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count && !ret; i++)
+		ret = nrma_ep_arm(set->eps[i]);
+	pthread_mutex_unlock(&set->lock);
+	return ret;
+}
+
+/* Progress: connection events, then device completions. */
+void nrma_ep_progress(struct nrma_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	if (ep->enabled) {
+		nrma_cm_progress(ep);
+		nrma_proto_progress(ep);
+	}
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/*
+ * Asks for a channel event on the next completion, then looks once more:
+ * one that arrived before arming raises no event.
+ */
+int nrma_ep_arm(struct nrma_ep *ep)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ep->enabled) {
+		ret = nrma_verbs_ep_arm(ep->verbs);
+		if (!ret && nrma_proto_progress(ep))
+			ret = -FI_EAGAIN;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+int nrma_ep_cm_fd(const struct nrma_ep *ep)
+{
+	return nrma_listener_fd(ep->listener);
+}
+
 static int bind_cq(struct nrma_ep *ep, struct nrma_cq *cq, uint64_t flags)
 {
 	if (flags & ~NRMA_CQ_BIND_FLAGS)
@@ -162,12 +284,39 @@ static int ep_enable_check(const struct nrma_ep *ep)
 	return 0;
 }
 
+/*
+ * Reading a bound CQ or counter progresses the endpoint.  The sets are
+ * joined without ep->lock held: their locks order before it.
+ */
+static int ep_join_sets(struct nrma_ep *ep)
+{
+	struct nrma_cntr *cntrs[] = { ep->send_cntr, ep->recv_cntr,
+				      ep->read_cntr, ep->write_cntr };
+	int ret = 0;
+
+	if (ep->tx_cq)
+		ret = nrma_ep_set_add(&ep->tx_cq->eps, ep, &ep->tx_cq->wait);
+	if (!ret && ep->rx_cq)
+		ret = nrma_ep_set_add(&ep->rx_cq->eps, ep, &ep->rx_cq->wait);
+	for (size_t i = 0; !ret && i < sizeof(cntrs) / sizeof(cntrs[0]); i++)
+		if (cntrs[i])
+			ret = nrma_ep_set_add(&cntrs[i]->eps, ep,
+					      &cntrs[i]->wait);
+	return ret;
+}
+
 static int ep_enable(struct nrma_ep *ep)
 {
 	int ret;
 
 	pthread_mutex_lock(&ep->lock);
 	ret = ep_enable_check(ep);
+	if (!ret)
+		ret = nrma_listener_name(ep->listener, &ep->name);
+	pthread_mutex_unlock(&ep->lock);
+	if (!ret)
+		ret = ep_join_sets(ep);
+	pthread_mutex_lock(&ep->lock);
 	if (!ret)
 		ret = nrma_listener_listen(ep->listener);
 	if (!ret)
@@ -195,22 +344,30 @@ static int nrma_ep_control(struct fid *fid, int command, void *arg)
 	}
 }
 
-static void unbind_cntr(struct nrma_cntr *cntr)
+static void unbind_cq(struct nrma_ep *ep, struct nrma_cq *cq)
 {
-	if (cntr)
-		atomic_fetch_sub(&cntr->ref, 1);
+	if (!cq)
+		return;
+	nrma_ep_set_del(&cq->eps, ep, &cq->wait);
+	atomic_fetch_sub(&cq->ref, 1);
+}
+
+static void unbind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr)
+{
+	if (!cntr)
+		return;
+	nrma_ep_set_del(&cntr->eps, ep, &cntr->wait);
+	atomic_fetch_sub(&cntr->ref, 1);
 }
 
 static void ep_unbind_all(struct nrma_ep *ep)
 {
-	if (ep->tx_cq)
-		atomic_fetch_sub(&ep->tx_cq->ref, 1);
-	if (ep->rx_cq)
-		atomic_fetch_sub(&ep->rx_cq->ref, 1);
-	unbind_cntr(ep->send_cntr);
-	unbind_cntr(ep->recv_cntr);
-	unbind_cntr(ep->read_cntr);
-	unbind_cntr(ep->write_cntr);
+	unbind_cq(ep, ep->tx_cq);
+	unbind_cq(ep, ep->rx_cq);
+	unbind_cntr(ep, ep->send_cntr);
+	unbind_cntr(ep, ep->recv_cntr);
+	unbind_cntr(ep, ep->read_cntr);
+	unbind_cntr(ep, ep->write_cntr);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)
@@ -221,8 +378,12 @@ static int nrma_ep_close(struct fid *fid)
 {
 	struct nrma_ep *ep = ep_of_fid(fid);
 
-	nrma_listener_close(ep->listener);
 	ep_unbind_all(ep);
+	nrma_conns_close(ep);
+	nrma_hash_fini(&ep->qp_conns);
+	nrma_proto_close(ep);
+	nrma_verbs_ep_close(ep->verbs);
+	nrma_listener_close(ep->listener);
 	pthread_mutex_destroy(&ep->lock);
 	atomic_fetch_sub(&ep->domain->ref, 1);
 	fi_freeinfo(ep->info);
@@ -298,26 +459,49 @@ static struct fi_ops_cm nrma_ep_cm_ops = {
 	.join = nrma_no_join,
 };
 
-/* Nothing is ever posted yet, so there is nothing to cancel. */
+/* Only posted receives can be cancelled: sends are already on the wire. */
 static ssize_t nrma_ep_cancel(fid_t fid, void *context)
 {
-	(void) fid;
-	(void) context;
-	return -FI_ENOENT;
+	struct nrma_ep *ep = ep_of_fid(fid);
+	ssize_t ret;
+
+	pthread_mutex_lock(&ep->lock);
+	ret = nrma_proto_cancel(ep, context);
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static bool multi_recv_opt(const struct nrma_ep *ep, int level, int optname)
+{
+	return level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV &&
+	       (ep->info->caps & FI_MULTI_RECV);
 }
 
 static int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 			  size_t *optlen)
 {
-	(void) fid; (void) level; (void) optname; (void) optval; (void) optlen;
-	return -FI_ENOPROTOOPT;
+	struct nrma_ep *ep = ep_of_fid(fid);
+
+	if (!multi_recv_opt(ep, level, optname))
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_EINVAL;
+	*(size_t *) optval = ep->min_multi_recv;
+	*optlen = sizeof(size_t);
+	return 0;
 }
 
 static int nrma_ep_setopt(fid_t fid, int level, int optname,
 			  const void *optval, size_t optlen)
 {
-	(void) fid; (void) level; (void) optname; (void) optval; (void) optlen;
-	return -FI_ENOPROTOOPT;
+	struct nrma_ep *ep = ep_of_fid(fid);
+
+	if (!multi_recv_opt(ep, level, optname))
+		return -FI_ENOPROTOOPT;
+	if (!optval || optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	ep->min_multi_recv = *(const size_t *) optval;
+	return 0;
 }
 
 static struct fi_ops_ep nrma_ep_ops = {
@@ -334,7 +518,8 @@ static struct fi_ops_ep nrma_ep_ops = {
 static int ep_info_check(const struct nrma_domain *domain,
 			 const struct fi_info *info)
 {
-	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+	if (!info || !info->ep_attr || !info->tx_attr || !info->rx_attr ||
+	    info->ep_attr->type != FI_EP_RDM)
 		return -FI_EINVAL;
 	if (info->domain_attr && info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, domain->device->name))
@@ -347,14 +532,38 @@ static int ep_info_check(const struct nrma_domain *domain,
 	return 0;
 }
 
-static int ep_listener_open(struct nrma_ep *ep, const struct fi_info *info)
+#define NRMA_DEFAULT_MIN_MULTI_RECV	4096
+
+static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
 {
 	struct sockaddr_in src = ep->domain->device->addr;
+	int ret;
 
 	src.sin_port = 0;
 	if (info->src_addr)
 		memcpy(&src, info->src_addr, sizeof(src));
-	return nrma_listener_open(&src, &ep->listener);
+	nrma_dlist_init(&ep->conns);
+	nrma_hash_init(&ep->qp_conns);
+	ep->tx_op_flags = info->tx_attr->op_flags;
+	ep->rx_op_flags = info->rx_attr->op_flags;
+	ep->min_multi_recv = NRMA_DEFAULT_MIN_MULTI_RECV;
+	ret = nrma_listener_open(&src, &ep->listener);
+	if (ret)
+		return ret;
+	ret = nrma_verbs_ep_open(ep->domain->verbs, nrma_proto_cq_size(info),
+				 info->rx_attr->size, &ep->verbs);
+	if (ret)
+		goto err_listener;
+	ret = nrma_proto_open(ep);
+	if (ret)
+		goto err_verbs;
+	return 0;
+
+err_verbs:
+	nrma_verbs_ep_close(ep->verbs);
+err_listener:
+	nrma_listener_close(ep->listener);
+	return ret;
 }
 
 int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
@@ -377,7 +586,7 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		ret = -FI_ENOMEM;
 		goto err;
 	}
-	ret = ep_listener_open(ep, info);
+	ret = ep_resources_open(ep, info);
 	if (ret)
 		goto err;
 	pthread_mutex_init(&ep->lock, NULL);
@@ -386,9 +595,9 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->ep_fid.fid.ops = &nrma_ep_fi_ops;
 	ep->ep_fid.ops = &nrma_ep_ops;
 	ep->ep_fid.cm = &nrma_ep_cm_ops;
-	ep->ep_fid.msg = &nrma_no_msg_ops;
+	ep->ep_fid.msg = &nrma_msg_ops;
 	ep->ep_fid.rma = &nrma_no_rma_ops;
-	ep->ep_fid.tagged = &nrma_no_tagged_ops;
+	ep->ep_fid.tagged = &nrma_tagged_ops;
 	ep->ep_fid.atomic = &nrma_no_atomic_ops;
 	ep->ep_fid.collective = &nrma_no_collective_ops;
 	atomic_fetch_add(&domain->ref, 1);

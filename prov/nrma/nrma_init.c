@@ -14,6 +14,9 @@ struct nrma_params nrma_params = {
 	.cq_size = 1024,
 	.cntr_max = 4096,
 	.wait_spin_us = 50,
+	.eager_size = 8192,
+	.unexp_max = 256,
+	.qp_depth = 64,
 };
 
 static void nrma_cleanup(void)
@@ -51,6 +54,15 @@ static void nrma_define_params(void)
 	fi_param_define(&nrma_prov, "wait_spin_us", FI_PARAM_INT,
 			"Microseconds a blocking wait polls before it sleeps (default: %d)",
 			nrma_params.wait_spin_us);
+	fi_param_define(&nrma_prov, "eager_size", FI_PARAM_SIZE_T,
+			"Largest message sent by copy; larger ones are read by the receiver (default: %zu)",
+			nrma_params.eager_size);
+	fi_param_define(&nrma_prov, "unexp_max", FI_PARAM_SIZE_T,
+			"Unexpected messages an endpoint holds before senders are slowed down (default: %zu)",
+			nrma_params.unexp_max);
+	fi_param_define(&nrma_prov, "qp_depth", FI_PARAM_SIZE_T,
+			"Send queue depth of the queue pair of each connected peer (default: %zu)",
+			nrma_params.qp_depth);
 }
 
 static void nrma_read_params(void)
@@ -61,6 +73,9 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "cq_size", &nrma_params.cq_size);
 	fi_param_get_size_t(&nrma_prov, "cntr_max", &nrma_params.cntr_max);
 	fi_param_get_int(&nrma_prov, "wait_spin_us", &nrma_params.wait_spin_us);
+	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
+	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);
+	fi_param_get_size_t(&nrma_prov, "qp_depth", &nrma_params.qp_depth);
 }
 
 static void nrma_keep_device(const char *name)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "nrma_verbs.h"
 
 struct nrma_verbs_domain {
+	struct ibv_context **rdmacm_devices;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 };
@@ -52,6 +54,8 @@ static bool device_usable(struct ibv_context *ctx, uint8_t port,
 		.max_cq = attr.max_cq,
 		.max_qp = attr.max_qp,
 		.max_mr = attr.max_mr,
+		.max_qp_rd_atom = attr.max_qp_rd_atom,
+		.max_cqe = attr.max_cqe,
 	};
 	return true;
 }
@@ -121,20 +125,22 @@ int nrma_verbs_discover(struct nrma_device **devs, size_t *count)
 	return 0;
 }
 
-static struct ibv_context *open_device_by_name(const char *name)
+/*
+ * rdmacm creates queue pairs only with a PD of the context its ids use,
+ * so the domain takes rdmacm's context for the device instead of opening
+ * its own.
+ */
+static struct ibv_context *rdmacm_device(struct nrma_verbs_domain *vd,
+					 const char *name)
 {
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
 	int n;
 
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	for (int i = 0; i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
+	vd->rdmacm_devices = rdma_get_devices(&n);
+	for (int i = 0; vd->rdmacm_devices && i < n; i++)
+		if (!strcmp(ibv_get_device_name(vd->rdmacm_devices[i]->device),
+			    name))
+			return vd->rdmacm_devices[i];
+	return NULL;
 }
 
 int nrma_verbs_domain_open(const struct nrma_device *dev,
@@ -146,22 +152,22 @@ int nrma_verbs_domain_open(const struct nrma_device *dev,
 	vd = calloc(1, sizeof(*vd));
 	if (!vd)
 		return -FI_ENOMEM;
-	vd->ctx = open_device_by_name(dev->name);
+	vd->ctx = rdmacm_device(vd, dev->name);
 	if (!vd->ctx) {
-		ret = errno ? -errno : -FI_ENODEV;
-		goto err_free;
+		ret = -FI_ENODEV;
+		goto err;
 	}
 	vd->pd = ibv_alloc_pd(vd->ctx);
 	if (!vd->pd) {
 		ret = errno ? -errno : -FI_ENOMEM;
-		goto err_close;
+		goto err;
 	}
 	*vdom = vd;
 	return 0;
 
-err_close:
-	ibv_close_device(vd->ctx);
-err_free:
+err:
+	if (vd->rdmacm_devices)
+		rdma_free_devices(vd->rdmacm_devices);
 	free(vd);
 	NRMA_WARN(FI_LOG_DOMAIN, "cannot open %s: %s\n", dev->name,
 		  fi_strerror(-ret));
@@ -171,7 +177,7 @@ err_free:
 void nrma_verbs_domain_close(struct nrma_verbs_domain *vd)
 {
 	ibv_dealloc_pd(vd->pd);
-	ibv_close_device(vd->ctx);
+	rdma_free_devices(vd->rdmacm_devices);
 	free(vd);
 }
 
@@ -226,7 +232,216 @@ int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr)
 	return 0;
 }
 
+int nrma_verbs_status_errno(int status)
+{
+	switch (status) {
+	case IBV_WC_WR_FLUSH_ERR:
+		return FI_ECANCELED;
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_REM_ACCESS_ERR:
+		return FI_EACCES;
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+		return FI_EINVAL;
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return FI_ETIMEDOUT;
+	default:
+		return FI_EIO;
+	}
+}
+
 const char *nrma_verbs_status_str(int prov_errno)
 {
 	return ibv_wc_status_str((enum ibv_wc_status) prov_errno);
+}
+
+uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr)
+{
+	return vmr->mr->lkey;
+}
+
+struct nrma_verbs_ep {
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+};
+
+int nrma_verbs_ep_open(struct nrma_verbs_domain *vd, size_t cq_size,
+		       size_t srq_size, struct nrma_verbs_ep **vep)
+{
+	struct ibv_srq_init_attr srq_attr = {
+		.attr = { .max_wr = srq_size, .max_sge = 1 },
+	};
+	struct nrma_verbs_ep *ve;
+	int ret;
+
+	ve = calloc(1, sizeof(*ve));
+	if (!ve)
+		return -FI_ENOMEM;
+	ve->channel = ibv_create_comp_channel(vd->ctx);
+	if (!ve->channel)
+		goto err;
+	/* Channel events are consumed by progress, never waited for. */
+	if (fcntl(ve->channel->fd, F_SETFL, O_NONBLOCK))
+		goto err;
+	ve->cq = ibv_create_cq(vd->ctx, cq_size, ve, ve->channel, 0);
+	if (!ve->cq)
+		goto err;
+	ve->srq = ibv_create_srq(vd->pd, &srq_attr);
+	if (!ve->srq)
+		goto err;
+	*vep = ve;
+	return 0;
+err:
+	ret = errno ? -errno : -FI_ENOMEM;
+	NRMA_WARN(FI_LOG_EP_CTRL, "verbs endpoint resources (CQ %zu, SRQ %zu): %s\n",
+		  cq_size, srq_size, fi_strerror(-ret));
+	nrma_verbs_ep_close(ve);
+	return ret;
+}
+
+void nrma_verbs_ep_close(struct nrma_verbs_ep *ve)
+{
+	if (ve->srq)
+		ibv_destroy_srq(ve->srq);
+	if (ve->cq)
+		ibv_destroy_cq(ve->cq);
+	if (ve->channel)
+		ibv_destroy_comp_channel(ve->channel);
+	free(ve);
+}
+
+int nrma_verbs_ep_fd(const struct nrma_verbs_ep *ve)
+{
+	return ve->channel->fd;
+}
+
+int nrma_verbs_ep_arm(struct nrma_verbs_ep *ve)
+{
+	return -ibv_req_notify_cq(ve->cq, 0);
+}
+
+void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *ve)
+{
+	struct ibv_cq *cq;
+	void *context;
+
+	while (!ibv_get_cq_event(ve->channel, &cq, &context))
+		ibv_ack_cq_events(cq, 1);
+}
+
+static enum nrma_wc_op wc_op(enum ibv_wc_opcode opcode)
+{
+	switch (opcode) {
+	case IBV_WC_SEND:
+		return NRMA_WC_SEND;
+	case IBV_WC_RECV:
+		return NRMA_WC_RECV;
+	case IBV_WC_RDMA_READ:
+		return NRMA_WC_READ;
+	default:
+		return NRMA_WC_OTHER;
+	}
+}
+
+int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
+{
+	struct ibv_wc ibv_wc[16];
+	int n;
+
+	if (count > 16)
+		count = 16;
+	n = ibv_poll_cq(ve->cq, count, ibv_wc);
+	for (int i = 0; i < n; i++) {
+		wc[i] = (struct nrma_wc) {
+			.wr_id = ibv_wc[i].wr_id,
+			.status = ibv_wc[i].status,
+			/* opcode is undefined in error completions */
+			.op = ibv_wc[i].status ? NRMA_WC_OTHER :
+					      wc_op(ibv_wc[i].opcode),
+			.len = ibv_wc[i].byte_len,
+			.qp_num = ibv_wc[i].qp_num,
+		};
+	}
+	return n < 0 ? -FI_EIO : n;
+}
+
+int nrma_verbs_qp_create(struct nrma_verbs_ep *ve, struct nrma_verbs_domain *vd,
+			 struct rdma_cm_id *id, size_t sq_depth, size_t max_sge)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = ve->cq,
+		.recv_cq = ve->cq,
+		.srq = ve->srq,
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+		.cap = {
+			.max_send_wr = sq_depth,
+			.max_send_sge = max_sge,
+		},
+	};
+
+	return rdma_create_qp(id, vd->pd, &attr) ? -errno : 0;
+}
+
+static void fill_sges(struct ibv_sge *ibv_sge, const struct nrma_sge *sge,
+		      size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		ibv_sge[i] = (struct ibv_sge) { .addr = sge[i].addr,
+						.length = sge[i].len,
+						.lkey = sge[i].lkey };
+}
+
+/* A full send queue reads as -FI_EAGAIN: retry after progress. */
+static int post_result(int ret)
+{
+	return ret == ENOMEM ? -FI_EAGAIN : -ret;
+}
+
+int nrma_verbs_post_send(struct ibv_qp *qp, uint64_t wr_id,
+			 const struct nrma_sge *sge, size_t count)
+{
+	struct ibv_sge ibv_sge[count];
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = ibv_sge,
+		.num_sge = count,
+		.opcode = IBV_WR_SEND,
+	}, *bad;
+
+	fill_sges(ibv_sge, sge, count);
+	return post_result(ibv_post_send(qp, &wr, &bad));
+}
+
+int nrma_verbs_post_read(struct ibv_qp *qp, uint64_t wr_id,
+			 const struct nrma_sge *sge, size_t count,
+			 uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge ibv_sge[count];
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = ibv_sge,
+		.num_sge = count,
+		.opcode = IBV_WR_RDMA_READ,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	}, *bad;
+
+	fill_sges(ibv_sge, sge, count);
+	return post_result(ibv_post_send(qp, &wr, &bad));
+}
+
+int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *ve, uint64_t wr_id,
+			     const struct nrma_sge *sge)
+{
+	struct ibv_sge ibv_sge;
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &ibv_sge,
+		.num_sge = 1,
+	}, *bad;
+
+	fill_sges(&ibv_sge, sge, 1);
+	return post_result(ibv_post_srq_recv(ve->srq, &wr, &bad));
 }

@@ -13,7 +13,10 @@
 struct nrma_device;
 struct nrma_verbs_domain;
 struct nrma_verbs_mr;
+struct nrma_verbs_ep;
 struct nrma_listener;
+struct ibv_qp;
+struct rdma_cm_id;
 
 /* Devices with an active port, RC, 64-bit atomics and an rdmacm address. */
 int nrma_verbs_discover(struct nrma_device **devs, size_t *count);
@@ -27,9 +30,60 @@ int nrma_verbs_mr_reg(struct nrma_verbs_domain *vdom, const void *buf,
 		      size_t len, uint64_t access, struct nrma_verbs_mr **vmr,
 		      uint64_t *key);
 int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr);
+uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr);
+
+/*
+ * An endpoint's verbs resources: one CQ with a completion channel, and one
+ * shared receive queue that all of the endpoint's queue pairs draw from.
+ */
+int nrma_verbs_ep_open(struct nrma_verbs_domain *vdom, size_t cq_size,
+		       size_t srq_size, struct nrma_verbs_ep **vep);
+void nrma_verbs_ep_close(struct nrma_verbs_ep *vep);
+int nrma_verbs_ep_fd(const struct nrma_verbs_ep *vep);
+/* Asks for a channel event on the next completion. */
+int nrma_verbs_ep_arm(struct nrma_verbs_ep *vep);
+/* Consumes pending channel events without blocking. */
+void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *vep);
+
+enum nrma_wc_op {
+	NRMA_WC_SEND,
+	NRMA_WC_RECV,
+	NRMA_WC_READ,
+	NRMA_WC_OTHER,
+};
+
+/* A work completion, stripped of verbs types. */
+struct nrma_wc {
+	uint64_t wr_id;
+	int status;		/* ibv_wc_status; 0 is success */
+	enum nrma_wc_op op;
+	uint32_t len;
+	uint32_t qp_num;
+};
+
+int nrma_verbs_poll(struct nrma_verbs_ep *vep, struct nrma_wc *wc, int count);
+
+struct nrma_sge {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t lkey;
+};
+
+/* RC queue pair on a connecting or accepted rdmacm id, on the SRQ. */
+int nrma_verbs_qp_create(struct nrma_verbs_ep *vep, struct nrma_verbs_domain *vdom,
+			 struct rdma_cm_id *id, size_t sq_depth, size_t max_sge);
+int nrma_verbs_post_send(struct ibv_qp *qp, uint64_t wr_id,
+			 const struct nrma_sge *sge, size_t count);
+int nrma_verbs_post_read(struct ibv_qp *qp, uint64_t wr_id,
+			 const struct nrma_sge *sge, size_t count,
+			 uint64_t raddr, uint32_t rkey);
+int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
+			     const struct nrma_sge *sge);
 
 /* prov_errno in our error completions is an ibv_wc_status. */
 const char *nrma_verbs_status_str(int prov_errno);
+/* The libfabric error (positive) that best describes an ibv_wc_status. */
+int nrma_verbs_status_errno(int status);
 
 /* rdmacm listener on an endpoint's own address (nrma_cm.c). */
 int nrma_listener_open(const struct sockaddr_in *addr,
@@ -37,6 +91,8 @@ int nrma_listener_open(const struct sockaddr_in *addr,
 int nrma_listener_name(struct nrma_listener *listener,
 		       struct sockaddr_in *name);
 int nrma_listener_listen(struct nrma_listener *listener);
+int nrma_listener_fd(const struct nrma_listener *listener);
+struct rdma_event_channel *nrma_listener_channel(struct nrma_listener *listener);
 void nrma_listener_close(struct nrma_listener *listener);
 
 #endif /* NRMA_VERBS_H */

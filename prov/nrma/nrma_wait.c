@@ -1,22 +1,41 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Wait objects for CQs, counters and EQs.  FI_WAIT_FD (and FI_WAIT_UNSPEC)
- * is an eventfd that stays readable while the object has something to
- * read, so an application may poll() it after fi_trywait() said so.
+ * is an epoll fd: it holds an eventfd that stays readable while the
+ * object has something to read, and the completion and connection
+ * channels of the endpoints whose progress can add to it.  With manual
+ * progress an application calls fi_trywait() (which arms those channels)
+ * before it sleeps on the fd.
  */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/eventfd.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "nrma.h"
 
+static int wait_open_fd(struct nrma_wait *wait)
+{
+	wait->fd = epoll_create1(EPOLL_CLOEXEC);
+	if (wait->fd < 0)
+		return -errno;
+	wait->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wait->event_fd < 0 || nrma_wait_add_fd(wait, wait->event_fd)) {
+		int ret = -errno;
+
+		nrma_wait_close(wait);
+		return ret;
+	}
+	return 0;
+}
+
 int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested)
 {
-	wait->fd = -1;
+	wait->fd = wait->event_fd = -1;
 	switch (requested) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_YIELD:
@@ -25,8 +44,7 @@ int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested)
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:
 		wait->type = FI_WAIT_FD;
-		wait->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		return wait->fd < 0 ? -errno : 0;
+		return wait_open_fd(wait);
 	default:
 		/* Wait sets and mutex/condition pairs are not offered. */
 		return -FI_ENOSYS;
@@ -35,17 +53,34 @@ int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested)
 
 void nrma_wait_close(struct nrma_wait *wait)
 {
+	if (wait->event_fd >= 0)
+		close(wait->event_fd);
 	if (wait->fd >= 0)
 		close(wait->fd);
-	wait->fd = -1;
+	wait->fd = wait->event_fd = -1;
+}
+
+int nrma_wait_add_fd(struct nrma_wait *wait, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (wait->fd < 0)
+		return 0;
+	return epoll_ctl(wait->fd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+void nrma_wait_del_fd(struct nrma_wait *wait, int fd)
+{
+	if (wait->fd >= 0)
+		epoll_ctl(wait->fd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 void nrma_wait_signal(struct nrma_wait *wait)
 {
 	uint64_t one = 1;
 
-	if (wait->fd >= 0 && write(wait->fd, &one, sizeof(one)) < 0 &&
-	    errno != EAGAIN)
+	if (wait->event_fd >= 0 &&
+	    write(wait->event_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		NRMA_WARN(FI_LOG_CORE, "eventfd write: %s\n", strerror(errno));
 }
 
@@ -54,8 +89,8 @@ void nrma_wait_drain(struct nrma_wait *wait)
 {
 	uint64_t count;
 
-	if (wait->fd >= 0 && read(wait->fd, &count, sizeof(count)) < 0 &&
-	    errno != EAGAIN)
+	if (wait->event_fd >= 0 &&
+	    read(wait->event_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 		NRMA_WARN(FI_LOG_CORE, "eventfd read: %s\n", strerror(errno));
 }
 
@@ -73,8 +108,8 @@ int nrma_timeout_left(const struct timespec *start, int timeout_ms)
 }
 
 /*
- * Sleeps until signalled or timeout_ms (negative: forever) passes.
- * Returns 0 when woken, -FI_ETIMEDOUT otherwise.
+ * Sleeps until something may have happened or timeout_ms (negative:
+ * forever) passes.  Returns 0 when woken, -FI_ETIMEDOUT otherwise.
  */
 int nrma_wait_block(struct nrma_wait *wait, int timeout_ms)
 {

@@ -111,9 +111,19 @@ static void check_enabled(struct fid_ep *ep, uint16_t port)
 	/* The name does not change with enabling. */
 	sin = getname(ep);
 	CHECK(ntohs(sin.sin_port) == port);
-	CHECK_RET(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+	CHECK_OK(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			   &optval, &optlen));
+	CHECK(optlen == sizeof(size_t) && optval > 0);
+	optval = 128;
+	CHECK_OK(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			   &optval, sizeof(optval)));
+	CHECK_OK(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			   &optval, &optlen));
+	CHECK(optval == 128);
+	CHECK_RET(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE,
 			    &optval, &optlen), -FI_ENOPROTOOPT);
-	CHECK_RET(fi_send(ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOSYS);
+	/* fi_addr 0 is not in the (empty) AV. */
+	CHECK_RET(fi_send(ep, buf, sizeof(buf), NULL, 0, NULL), -FI_EINVAL);
 }
 
 static void check_two_names(struct fid_ep *ep)

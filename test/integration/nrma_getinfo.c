@@ -8,7 +8,11 @@ static void check_attrs(const struct fi_info *info)
 	CHECK(info->addr_format == FI_SOCKADDR_IN);
 	CHECK((info->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)) ==
 	      (FI_LOCAL_COMM | FI_REMOTE_COMM));
-	CHECK(!(info->caps & (FI_MSG | FI_RMA | FI_ATOMIC | FI_TAGGED)));
+	CHECK((info->caps & (FI_MSG | FI_SOURCE | FI_MULTI_RECV)) ==
+	      (FI_MSG | FI_SOURCE | FI_MULTI_RECV));
+	CHECK(!(info->caps & (FI_RMA | FI_ATOMIC)));
+	CHECK(info->tx_attr->msg_order & FI_ORDER_SAS);
+	CHECK(info->tx_attr->inject_size > 0);
 	CHECK(info->src_addr != NULL);
 	CHECK(info->src_addrlen == sizeof(struct sockaddr_in));
 	CHECK(itest_is_test_addr(info->src_addr));

@@ -19,6 +19,41 @@
 #define V(maj, min)	FI_VERSION(maj, min)
 #define V_CUR		FI_VERSION(1, 17)
 
+/*
+ * Capabilities.  The expectations are written in terms of what the hints
+ * ask for and what nrma_info_alloc offers, so that a new capability (such
+ * as FI_TAGGED) joining the offer does not break them.
+ */
+#define DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* Two-sided messaging: offered from now on. */
+#define MSG_TX_CAPS	(FI_MSG | FI_SEND)
+#define MSG_RX_CAPS	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV)
+/* Nothing here does one-sided, atomic, device-memory or collective work. */
+#define NEVER_OFFERED	(FI_RMA | FI_ATOMIC | FI_HMEM | FI_COLLECTIVE | \
+			 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+/* fi_getinfo(3): primary capabilities must be asked for to be granted. */
+#define PRIMARY_CAPS	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | \
+			 FI_MULTICAST | FI_NAMED_RX_CTX | FI_DIRECTED_RECV | \
+			 FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE)
+/* fi_endpoint(3): the bits that apply to transmit and receive contexts. */
+#define TX_ATTR_CAPS	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_READ | \
+			 FI_WRITE | FI_SEND | FI_HMEM | FI_TRIGGER | FI_FENCE | \
+			 FI_MULTICAST | FI_RMA_PMEM | FI_NAMED_RX_CTX | \
+			 FI_COLLECTIVE)
+#define RX_ATTR_CAPS	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | \
+			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV | FI_HMEM | \
+			 FI_TRIGGER | FI_RMA_PMEM | FI_DIRECTED_RECV | \
+			 FI_VARIABLE_MSG | FI_MULTI_RECV | FI_SOURCE | \
+			 FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE)
+
+/* Asserts that every bit of want is set in have. */
+#define assert_bits_set(have, want) \
+	assert_int_equal((uint64_t) (have) & (uint64_t) (want), (uint64_t) (want))
+/* Asserts that no bit of unwanted is set in have. */
+#define assert_bits_clear(have, unwanted) \
+	assert_int_equal((uint64_t) (have) & (uint64_t) (unwanted), 0)
+
 static void set_ip(struct sockaddr_in *sin, const char *ip)
 {
 	memset(sin, 0, sizeof(*sin));
@@ -91,7 +126,69 @@ static struct fi_info *hints_alloc(void)
 	return hints;
 }
 
+/* What nrma_info_alloc offers for test_dev, before any hints. */
+struct offer {
+	uint64_t caps;
+	uint64_t tx_caps;
+	uint64_t rx_caps;
+};
+
+static struct offer offered(void)
+{
+	struct fi_info *info = nrma_info_alloc(&test_dev);
+	struct offer offer;
+
+	assert_non_null(info);
+	offer = (struct offer) {
+		.caps = info->caps,
+		.tx_caps = info->tx_attr->caps,
+		.rx_caps = info->rx_attr->caps,
+	};
+	fi_freeinfo(info);
+	return offer;
+}
+
+/*
+ * The caps of a returned info hang together: the contexts' caps are
+ * subsets of the endpoint's and of what applies to each context, and
+ * nothing never offered shows up anywhere.
+ */
+static void assert_caps_consistent(const struct fi_info *info)
+{
+	assert_bits_clear(info->tx_attr->caps, ~info->caps);
+	assert_bits_clear(info->rx_attr->caps, ~info->caps);
+	assert_bits_clear(info->tx_attr->caps, ~(uint64_t) TX_ATTR_CAPS);
+	assert_bits_clear(info->rx_attr->caps, ~(uint64_t) RX_ATTR_CAPS);
+	assert_bits_clear(info->domain_attr->caps, ~info->caps);
+	assert_bits_clear(info->caps | info->tx_attr->caps |
+			  info->rx_attr->caps | info->domain_attr->caps,
+			  NEVER_OFFERED);
+}
+
 /* nrma_info_alloc */
+
+static void test_alloc_caps(void **state)
+{
+	struct fi_info *info = nrma_info_alloc(&test_dev);
+
+	(void) state;
+	assert_non_null(info);
+	/* Messaging, both ways, with its secondary capabilities. */
+	assert_bits_set(info->caps, DOMAIN_CAPS | MSG_TX_CAPS | MSG_RX_CAPS);
+	assert_bits_set(info->tx_attr->caps, MSG_TX_CAPS);
+	assert_bits_set(info->rx_attr->caps, MSG_RX_CAPS);
+	/* Receive-side bits stay off the transmit context and vice versa. */
+	assert_bits_clear(info->tx_attr->caps,
+			  FI_RECV | FI_SOURCE | FI_MULTI_RECV);
+	assert_bits_clear(info->rx_attr->caps, FI_SEND);
+	/* The endpoint offers exactly what its parts offer. */
+	assert_int_equal(info->caps, info->tx_attr->caps |
+				     info->rx_attr->caps |
+				     info->domain_attr->caps);
+	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+}
 
 static void test_alloc_fields(void **state)
 {
@@ -99,7 +196,6 @@ static void test_alloc_fields(void **state)
 
 	(void) state;
 	assert_non_null(info);
-	assert_int_equal(info->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
 	assert_int_equal(info->mode, 0);
 	assert_int_equal(info->addr_format, FI_SOCKADDR_IN);
 	assert_string_equal(info->fabric_attr->name, "10.9.9.0/24");
@@ -113,12 +209,23 @@ static void test_alloc_fields(void **state)
 
 	assert_int_equal(info->tx_attr->size, nrma_params.tx_size);
 	assert_int_equal(info->tx_attr->size, 256);
-	assert_int_equal(info->tx_attr->iov_limit, 32);
+	/* The device allows 32 SGEs; the provider handles NRMA_IOV_LIMIT. */
+	assert_int_equal(NRMA_IOV_LIMIT, 4);
+	assert_int_equal(info->tx_attr->iov_limit, NRMA_IOV_LIMIT);
 	assert_int_equal(info->tx_attr->rma_iov_limit, 1);
+	/* Messages up to the eager size are copied: those can be injected. */
+	assert_int_equal(info->tx_attr->inject_size, nrma_params.eager_size);
+	assert_int_equal(info->tx_attr->inject_size, 8192);
+	/* RC delivers in order and receives match in arrival order. */
+	assert_int_equal(info->tx_attr->msg_order, FI_ORDER_SAS);
+	assert_int_equal(info->tx_attr->comp_order, FI_ORDER_NONE);
+	assert_int_equal(info->tx_attr->op_flags, 0);
 	assert_int_equal(info->rx_attr->size, nrma_params.rx_size);
 	assert_int_equal(info->rx_attr->size, 512);
-	/* The smaller of max_sge and max_srq_sge. */
-	assert_int_equal(info->rx_attr->iov_limit, 27);
+	assert_int_equal(info->rx_attr->iov_limit, NRMA_IOV_LIMIT);
+	assert_int_equal(info->rx_attr->msg_order, FI_ORDER_SAS);
+	assert_int_equal(info->rx_attr->comp_order, FI_ORDER_NONE);
+	assert_int_equal(info->rx_attr->op_flags, 0);
 
 	assert_int_equal(info->domain_attr->caps,
 			 FI_LOCAL_COMM | FI_REMOTE_COMM);
@@ -127,6 +234,8 @@ static void test_alloc_fields(void **state)
 			 FI_PROGRESS_MANUAL);
 	assert_int_equal(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
 	assert_int_equal(info->domain_attr->av_type, FI_AV_UNSPEC);
+	/* No RMA target caps, so nothing is asked of the application. */
+	assert_int_equal(info->domain_attr->mr_mode, 0);
 	assert_int_equal(info->domain_attr->mr_key_size, 8);
 	assert_int_equal(info->domain_attr->cq_data_size, 4);
 	assert_int_equal(info->domain_attr->cq_cnt, 1048576);
@@ -154,6 +263,57 @@ static void test_alloc_clamps_to_device(void **state)
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->size, 1048576);
 	assert_int_equal(info->rx_attr->size, 4096);
+	fi_freeinfo(info);
+}
+
+/*
+ * Below NRMA_IOV_LIMIT the device bounds the iovs: sends by max_sge, and
+ * receives by max_sge_rd, since a rendezvous RDMA read scatters straight
+ * into the posted receive's iovs.
+ */
+static void test_alloc_iov_limits_clamp(void **state)
+{
+	struct fi_info *info;
+
+	(void) state;
+	test_dev.limits.max_sge = 2;
+	test_dev.limits.max_sge_rd = 3;
+	info = nrma_info_alloc(&test_dev);
+	assert_non_null(info);
+	assert_int_equal(info->tx_attr->iov_limit, 2);
+	assert_int_equal(info->rx_attr->iov_limit, 3);
+	fi_freeinfo(info);
+
+	test_dev.limits.max_sge = 1;
+	test_dev.limits.max_sge_rd = 1;
+	info = nrma_info_alloc(&test_dev);
+	assert_non_null(info);
+	assert_int_equal(info->tx_attr->iov_limit, 1);
+	assert_int_equal(info->rx_attr->iov_limit, 1);
+	fi_freeinfo(info);
+
+	/* Exactly at the limit, and far above it. */
+	test_dev.limits.max_sge = NRMA_IOV_LIMIT;
+	test_dev.limits.max_sge_rd = 1000;
+	info = nrma_info_alloc(&test_dev);
+	assert_non_null(info);
+	assert_int_equal(info->tx_attr->iov_limit, NRMA_IOV_LIMIT);
+	assert_int_equal(info->rx_attr->iov_limit, NRMA_IOV_LIMIT);
+	fi_freeinfo(info);
+}
+
+/* inject_size follows the eager_size tunable. */
+static void test_alloc_inject_size(void **state)
+{
+	struct nrma_params saved = nrma_params;
+	struct fi_info *info;
+
+	(void) state;
+	nrma_params.eager_size = 1234;
+	info = nrma_info_alloc(&test_dev);
+	nrma_params = saved;
+	assert_non_null(info);
+	assert_int_equal(info->tx_attr->inject_size, 1234);
 	fi_freeinfo(info);
 }
 
@@ -224,7 +384,11 @@ static void test_empty_hints(void **state)
 
 	(void) state;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_int_equal(info->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
+	/* No caps asked for: everything on offer comes back. */
+	assert_int_equal(info->caps, offered().caps);
+	assert_int_equal(info->tx_attr->caps, offered().tx_caps);
+	assert_int_equal(info->rx_attr->caps, offered().rx_caps);
+	assert_caps_consistent(info);
 	assert_int_equal(info->ep_attr->type, FI_EP_RDM);
 	assert_int_equal(info->domain_attr->threading, FI_THREAD_SAFE);
 	assert_int_equal(info->tx_attr->size, 256);
@@ -249,25 +413,101 @@ static void test_ep_type(void **state)
 	fi_freeinfo(hints);
 }
 
-static void test_caps(void **state)
+/*
+ * Asks for caps alone and checks the answer: granted, at least what was
+ * asked, nothing beyond the offer, and no primary capability that was
+ * not asked for (fi_getinfo(3)).  The domain capabilities always come.
+ */
+static void assert_caps_granted(uint64_t caps)
 {
-	static const uint64_t not_offered[] = {
-		FI_MSG, FI_RMA, FI_TAGGED, FI_ATOMIC, FI_MSG | FI_LOCAL_COMM,
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+	struct offer offer = offered();
+
+	hints->caps = caps;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_bits_set(info->caps, caps | DOMAIN_CAPS);
+	assert_bits_clear(info->caps, ~offer.caps);
+	assert_int_equal(info->caps & PRIMARY_CAPS, caps & PRIMARY_CAPS);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void test_caps_offered(void **state)
+{
+	static const uint64_t wanted[] = {
+		FI_MSG, FI_SEND, FI_RECV, FI_SOURCE, FI_MULTI_RECV,
+		FI_LOCAL_COMM, FI_REMOTE_COMM, DOMAIN_CAPS,
+		FI_MSG | FI_SEND, FI_MSG | FI_RECV, FI_MSG | FI_LOCAL_COMM,
+		FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV,
+		MSG_TX_CAPS | MSG_RX_CAPS | DOMAIN_CAPS,
 	};
+	struct offer offer = offered();
+
+	(void) state;
+	for (size_t i = 0; i < sizeof(wanted) / sizeof(*wanted); i++)
+		assert_caps_granted(wanted[i]);
+	/* Whatever else is on offer can be asked for too, bit by bit... */
+	for (int bit = 0; bit < 64; bit++)
+		if (offer.caps & (1ULL << bit))
+			assert_caps_granted(1ULL << bit);
+	/* ...or all at once. */
+	assert_caps_granted(offer.caps);
+}
+
+/* Asking for a primary capability leaves the others out. */
+static void test_caps_narrowed(void **state)
+{
 	struct fi_info *hints = hints_alloc(), *info = NULL;
 
 	(void) state;
-	for (size_t i = 0; i < sizeof(not_offered) / sizeof(*not_offered); i++) {
-		hints->caps = not_offered[i];
-		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
-	}
-	hints->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
-	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->caps = FI_MSG | FI_SEND;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->caps & PRIMARY_CAPS, FI_MSG);
+	assert_bits_set(info->tx_attr->caps, FI_MSG | FI_SEND);
+	/* The receive side keeps FI_MSG: its context caps are trimmed too. */
+	assert_bits_clear(info->rx_attr->caps, PRIMARY_CAPS & ~FI_MSG);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+
+	/* Only domain capabilities: no operations come with them. */
+	info = NULL;
 	hints->caps = FI_LOCAL_COMM;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	/* The domain capabilities are always reported. */
-	assert_int_equal(info->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
+	assert_int_equal(info->caps, DOMAIN_CAPS);
+	assert_caps_consistent(info);
 	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void test_caps_not_offered(void **state)
+{
+	static const uint64_t never[] = {
+		FI_RMA, FI_ATOMIC, FI_HMEM, FI_COLLECTIVE,
+		FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
+		FI_RMA | FI_READ | FI_WRITE,
+	};
+	struct fi_info *hints = hints_alloc();
+	struct offer offer = offered();
+
+	(void) state;
+	assert_bits_clear(offer.caps, NEVER_OFFERED);
+	for (size_t i = 0; i < sizeof(never) / sizeof(*never); i++) {
+		hints->caps = never[i];
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+		/* One unmet cap spoils a request that is otherwise fine. */
+		hints->caps = never[i] | FI_MSG | FI_SEND | FI_RECV;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+		hints->caps = never[i] | offer.caps;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	}
+	/* Every bit outside the offer is refused, whatever it is. */
+	for (int bit = 0; bit < 64; bit++) {
+		if (offer.caps & (1ULL << bit))
+			continue;
+		hints->caps = 1ULL << bit;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	}
 	fi_freeinfo(hints);
 }
 
@@ -287,16 +527,60 @@ static void test_domain_caps(void **state)
 
 static void test_tx_rx_caps(void **state)
 {
-	struct fi_info *hints = hints_alloc();
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+	struct offer offer = offered();
 
 	(void) state;
+	/* Each context's whole offer can be asked of it. */
+	hints->tx_attr->caps = offer.tx_caps;
+	hints->rx_attr->caps = offer.rx_caps;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_bits_set(info->tx_attr->caps, offer.tx_caps);
+	assert_bits_set(info->rx_attr->caps, offer.rx_caps);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+
+	/* Messaging in each direction. */
+	info = NULL;
+	hints->tx_attr->caps = MSG_TX_CAPS;
+	hints->rx_attr->caps = MSG_RX_CAPS;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_bits_set(info->tx_attr->caps, MSG_TX_CAPS);
+	assert_bits_set(info->rx_attr->caps, MSG_RX_CAPS);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+
+	/* Domain capabilities are accepted in the contexts too. */
 	hints->tx_attr->caps = FI_LOCAL_COMM;
 	hints->rx_attr->caps = FI_REMOTE_COMM;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
-	hints->tx_attr->caps = FI_WRITE;
+
+	/* Never offered, on either side, alone or with messaging. */
+	for (int bit = 0; bit < 64; bit++) {
+		uint64_t cap = 1ULL << bit;
+
+		if (!(cap & NEVER_OFFERED))
+			continue;
+		hints->tx_attr->caps = cap;
+		hints->rx_attr->caps = 0;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+		hints->tx_attr->caps = cap | MSG_TX_CAPS;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+		hints->tx_attr->caps = 0;
+		hints->rx_attr->caps = cap;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+		hints->rx_attr->caps = cap | MSG_RX_CAPS;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	}
+
+	/* Receive-side bits are not transmit capabilities, and vice versa. */
+	hints->rx_attr->caps = 0;
+	hints->tx_attr->caps = FI_RECV;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->caps = FI_MULTI_RECV;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->tx_attr->caps = 0;
-	hints->rx_attr->caps = FI_RECV;
+	hints->rx_attr->caps = FI_SEND;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	fi_freeinfo(hints);
 }
@@ -431,24 +715,86 @@ static void test_tx_size(void **state)
 	assert_int_equal(match(V_CUR, hints, &info), 0);
 	assert_int_equal(info->tx_attr->size, 100);
 	/* Unhinted limits keep the offered values. */
-	assert_int_equal(info->tx_attr->iov_limit, 32);
+	assert_int_equal(info->tx_attr->iov_limit, NRMA_IOV_LIMIT);
+	assert_int_equal(info->tx_attr->inject_size, nrma_params.eager_size);
 	assert_int_equal(info->rx_attr->size, 512);
 	fi_freeinfo(info);
 
 	hints->tx_attr->size = 0;
-	hints->tx_attr->iov_limit = 33;
+	hints->tx_attr->iov_limit = NRMA_IOV_LIMIT + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
-	hints->tx_attr->iov_limit = 4;
+	hints->tx_attr->iov_limit = NRMA_IOV_LIMIT;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_int_equal(info->tx_attr->iov_limit, 4);
+	assert_int_equal(info->tx_attr->iov_limit, NRMA_IOV_LIMIT);
+	fi_freeinfo(info);
+	hints->tx_attr->iov_limit = 2;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->iov_limit, 2);
 	fi_freeinfo(info);
 
 	hints->tx_attr->iov_limit = 0;
 	hints->tx_attr->rma_iov_limit = 2;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->tx_attr->rma_iov_limit = 0;
-	hints->tx_attr->inject_size = 1;
+	fi_freeinfo(hints);
+}
+
+/* Injection goes up to the eager size. */
+static void test_inject_size(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->tx_attr->inject_size = nrma_params.eager_size + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->inject_size = nrma_params.eager_size;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->inject_size, nrma_params.eager_size);
+	fi_freeinfo(info);
+	/* Less than that is granted, with at least what was asked. */
+	hints->tx_attr->inject_size = 1;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_true(info->tx_attr->inject_size >= 1);
+	assert_true(info->tx_attr->inject_size <= nrma_params.eager_size);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+/* Send-after-send ordering is all there is, on both sides. */
+static void test_msg_order(void **state)
+{
+	static const uint64_t unmet[] = {
+		FI_ORDER_RAW, FI_ORDER_WAW, FI_ORDER_STRICT,
+		FI_ORDER_SAS | FI_ORDER_RAR,
+	};
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->tx_attr->msg_order = FI_ORDER_SAS;
+	hints->rx_attr->msg_order = FI_ORDER_SAS;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_bits_set(info->tx_attr->msg_order, FI_ORDER_SAS);
+	assert_bits_set(info->rx_attr->msg_order, FI_ORDER_SAS);
+	fi_freeinfo(info);
+
+	for (size_t i = 0; i < sizeof(unmet) / sizeof(*unmet); i++) {
+		hints->tx_attr->msg_order = unmet[i];
+		hints->rx_attr->msg_order = 0;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+		hints->tx_attr->msg_order = 0;
+		hints->rx_attr->msg_order = unmet[i];
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	}
+	hints->rx_attr->msg_order = 0;
+
+	/* Completions come in no particular order. */
+	hints->tx_attr->comp_order = FI_ORDER_STRICT;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->comp_order = 0;
+	hints->rx_attr->comp_order = FI_ORDER_STRICT;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->rx_attr->comp_order = FI_ORDER_NONE;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
 	fi_freeinfo(hints);
 }
 
@@ -457,11 +803,17 @@ static void test_rx_limits(void **state)
 	struct fi_info *hints = hints_alloc(), *info = NULL;
 
 	(void) state;
-	hints->rx_attr->iov_limit = 28;
+	hints->rx_attr->iov_limit = NRMA_IOV_LIMIT + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
-	hints->rx_attr->iov_limit = 27;
+	hints->rx_attr->iov_limit = NRMA_IOV_LIMIT;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_int_equal(info->rx_attr->iov_limit, 27);
+	assert_int_equal(info->rx_attr->iov_limit, NRMA_IOV_LIMIT);
+	fi_freeinfo(info);
+	hints->rx_attr->iov_limit = 1;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->rx_attr->iov_limit, 1);
+	/* The transmit side keeps its own. */
+	assert_int_equal(info->tx_attr->iov_limit, NRMA_IOV_LIMIT);
 	fi_freeinfo(info);
 
 	hints->rx_attr->iov_limit = 0;
@@ -677,7 +1029,28 @@ static void test_getinfo_hints(void **state)
 	assert_string_equal(info->domain_attr->name, "rxe1");
 	fi_freeinfo(info);
 
+	/* Messaging with source addresses, from every device. */
 	info = NULL;
+	free(hints->domain_attr->name);
+	hints->domain_attr->name = NULL;
+	hints->caps = FI_MSG | FI_SOURCE;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_non_null(info->next);
+	assert_null(info->next->next);
+	for (struct fi_info *cur = info; cur; cur = cur->next) {
+		assert_bits_set(cur->caps, FI_MSG | FI_SOURCE);
+		assert_int_equal(cur->caps & PRIMARY_CAPS, FI_MSG);
+		assert_caps_consistent(cur);
+	}
+	fi_freeinfo(info);
+
+	info = NULL;
+	hints->caps = FI_MSG | FI_RMA;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 -FI_ENODATA);
+	assert_null(info);
+
+	hints->caps = 0;
 	hints->ep_attr->type = FI_EP_MSG;
 	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
@@ -688,14 +1061,19 @@ static void test_getinfo_hints(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_alloc_caps, setup),
 		cmocka_unit_test_setup(test_alloc_fields, setup),
 		cmocka_unit_test_setup(test_alloc_clamps_to_device, setup),
+		cmocka_unit_test_setup(test_alloc_iov_limits_clamp, setup),
+		cmocka_unit_test_setup(test_alloc_inject_size, setup),
 		cmocka_unit_test_setup(test_fabric_name, setup),
 		cmocka_unit_test_setup(test_fabric_name_too_small, setup),
 		cmocka_unit_test_setup(test_no_hints, setup),
 		cmocka_unit_test_setup(test_empty_hints, setup),
 		cmocka_unit_test_setup(test_ep_type, setup),
-		cmocka_unit_test_setup(test_caps, setup),
+		cmocka_unit_test_setup(test_caps_offered, setup),
+		cmocka_unit_test_setup(test_caps_narrowed, setup),
+		cmocka_unit_test_setup(test_caps_not_offered, setup),
 		cmocka_unit_test_setup(test_domain_caps, setup),
 		cmocka_unit_test_setup(test_tx_rx_caps, setup),
 		cmocka_unit_test_setup(test_addr_format, setup),
@@ -704,6 +1082,8 @@ int main(void)
 		cmocka_unit_test_setup(test_mr_mode_v1_0, setup),
 		cmocka_unit_test_setup(test_mr_mode_v1_5, setup),
 		cmocka_unit_test_setup(test_tx_size, setup),
+		cmocka_unit_test_setup(test_inject_size, setup),
+		cmocka_unit_test_setup(test_msg_order, setup),
 		cmocka_unit_test_setup(test_rx_limits, setup),
 		cmocka_unit_test_setup(test_ep_limits, setup),
 		cmocka_unit_test_setup(test_domain_limits, setup),

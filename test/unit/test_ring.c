@@ -188,6 +188,101 @@ static void test_capacity_one(void **state)
 	nrma_ring_fini(&ring);
 }
 
+/*
+ * Growing a ring whose contents wrap past the end of its buffer: the
+ * capacity doubles, the elements keep their order, and the new room is
+ * usable, across further wraps.
+ */
+static void test_grow_wrapped(void **state)
+{
+	struct nrma_ring ring;
+	uint64_t next_in = 0, next_out = 0;
+
+	(void) state;
+	assert_int_equal(nrma_ring_init(&ring, 4, sizeof(struct elem)), 0);
+	for (int i = 0; i < 3; i++)
+		((struct elem *) nrma_ring_push(&ring))->seq = next_in++;
+	nrma_ring_consume(&ring, 3);
+	next_out = 3;
+	/* Full, with the oldest in the last slot and the rest from slot 0. */
+	for (int i = 0; i < 4; i++)
+		((struct elem *) nrma_ring_push(&ring))->seq = next_in++;
+	assert_true(nrma_ring_full(&ring));
+	assert_int_equal(ring.head, 3);
+
+	assert_int_equal(nrma_ring_grow(&ring), 0);
+	assert_int_equal(ring.capacity, 8);
+	assert_int_equal(ring.elem_size, sizeof(struct elem));
+	assert_int_equal(ring.count, 4);
+	assert_false(nrma_ring_full(&ring));
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(((struct elem *) nrma_ring_at(&ring, i))->seq,
+				 next_out + i);
+
+	/* Four more fit now, after the old ones. */
+	for (int i = 0; i < 4; i++) {
+		struct elem *e = nrma_ring_push(&ring);
+
+		assert_non_null(e);
+		e->seq = next_in++;
+	}
+	assert_true(nrma_ring_full(&ring));
+	assert_null(nrma_ring_push(&ring));
+	for (size_t i = 0; i < ring.count; i++)
+		assert_int_equal(((struct elem *) nrma_ring_at(&ring, i))->seq,
+				 next_out + i);
+
+	/* FIFO order holds as the bigger ring wraps in its turn. */
+	for (int round = 0; round < 20; round++) {
+		nrma_ring_consume(&ring, 3);
+		next_out += 3;
+		for (int i = 0; i < 3; i++)
+			((struct elem *) nrma_ring_push(&ring))->seq =
+				next_in++;
+		assert_true(nrma_ring_full(&ring));
+		for (size_t i = 0; i < ring.count; i++)
+			assert_int_equal(((struct elem *)
+					  nrma_ring_at(&ring, i))->seq,
+					 next_out + i);
+	}
+
+	/* And it grows again, from a wrapped state, to 16. */
+	assert_int_not_equal(ring.head, 0);
+	assert_int_equal(nrma_ring_grow(&ring), 0);
+	assert_int_equal(ring.capacity, 16);
+	assert_int_equal(ring.count, 8);
+	for (int i = 0; i < 8; i++)
+		((struct elem *) nrma_ring_push(&ring))->seq = next_in++;
+	assert_true(nrma_ring_full(&ring));
+	for (size_t i = 0; i < ring.count; i++)
+		assert_int_equal(((struct elem *) nrma_ring_at(&ring, i))->seq,
+				 next_out + i);
+	nrma_ring_fini(&ring);
+}
+
+/* Growing an empty ring, and a capacity-1 ring. */
+static void test_grow_small(void **state)
+{
+	struct nrma_ring ring;
+
+	(void) state;
+	assert_int_equal(nrma_ring_init(&ring, 1, sizeof(int)), 0);
+	assert_int_equal(nrma_ring_grow(&ring), 0);
+	assert_int_equal(ring.capacity, 2);
+	assert_true(nrma_ring_empty(&ring));
+	*(int *) nrma_ring_push(&ring) = 7;
+	assert_int_equal(nrma_ring_grow(&ring), 0);
+	assert_int_equal(ring.capacity, 4);
+	assert_int_equal(ring.count, 1);
+	assert_int_equal(*(int *) nrma_ring_at(&ring, 0), 7);
+	for (int i = 0; i < 3; i++)
+		*(int *) nrma_ring_push(&ring) = 8 + i;
+	assert_true(nrma_ring_full(&ring));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(*(int *) nrma_ring_at(&ring, i), 7 + i);
+	nrma_ring_fini(&ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +293,8 @@ int main(void)
 		cmocka_unit_test(test_consume_more_than_count),
 		cmocka_unit_test(test_at_wraps),
 		cmocka_unit_test(test_capacity_one),
+		cmocka_unit_test(test_grow_wrapped),
+		cmocka_unit_test(test_grow_small),
 	};
 
 	return cmocka_run_group_tests_name("nrma_ring", tests, NULL, NULL);

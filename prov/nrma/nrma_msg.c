@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fi_msg: untagged sends and receives (the protocol is in nrma_proto.c). */
+#include "nrma.h"
+
+static struct nrma_ep *ep_of(struct fid_ep *ep_fid)
+{
+	return nrma_container_of(ep_fid, struct nrma_ep, ep_fid);
+}
+
+static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+				uint64_t flags)
+{
+	struct nrma_recv_args a = {
+		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+		.flags = flags & ~FI_TAGGED, .context = msg->context,
+	};
+
+	return nrma_proto_recv(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			      void **desc, size_t count, fi_addr_t src,
+			      void *context)
+{
+	struct nrma_recv_args a = {
+		.iov = iov, .desc = desc, .count = count,
+		.flags = ep_of(ep_fid)->rx_op_flags, .context = context,
+	};
+
+	(void) src;	/* no FI_DIRECTED_RECV: any source matches */
+	return nrma_proto_recv(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			     void *desc, fi_addr_t src, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return nrma_msg_recvv(ep_fid, &iov, &desc, 1, src, context);
+}
+
+static ssize_t nrma_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+				uint64_t flags)
+{
+	struct nrma_send_args a = {
+		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+		.dest = msg->addr, .data = msg->data, .flags = flags & ~FI_TAGGED,
+		.context = msg->context,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+			      void **desc, size_t count, fi_addr_t dest,
+			      void *context)
+{
+	struct nrma_send_args a = {
+		.iov = iov, .desc = desc, .count = count, .dest = dest,
+		.flags = ep_of(ep_fid)->tx_op_flags, .context = context,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_msg_send(struct fid_ep *ep_fid, const void *buf,
+			     size_t len, void *desc, fi_addr_t dest,
+			     void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return nrma_msg_sendv(ep_fid, &iov, &desc, 1, dest, context);
+}
+
+static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
+				 size_t len, void *desc, uint64_t data,
+				 fi_addr_t dest, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_send_args a = {
+		.iov = &iov, .desc = &desc, .count = 1, .dest = dest,
+		.data = data, .context = context,
+		.flags = ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
+				   size_t len, uint64_t data, fi_addr_t dest)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_send_args a = {
+		.iov = &iov, .count = 1, .dest = dest, .data = data,
+		.flags = FI_INJECT | FI_REMOTE_CQ_DATA,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
+			       size_t len, fi_addr_t dest)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_send_args a = {
+		.iov = &iov, .count = 1, .dest = dest, .flags = FI_INJECT,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+struct fi_ops_msg nrma_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = nrma_msg_recv,
+	.recvv = nrma_msg_recvv,
+	.recvmsg = nrma_msg_recvmsg,
+	.send = nrma_msg_send,
+	.sendv = nrma_msg_sendv,
+	.sendmsg = nrma_msg_sendmsg,
+	.inject = nrma_msg_inject,
+	.senddata = nrma_msg_senddata,
+	.injectdata = nrma_msg_injectdata,
+};

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fi_tagged: tagged sends and receives (the protocol is in nrma_proto.c). */
+#include <rdma/fi_tagged.h>
+
+#include "nrma.h"
+
+static struct nrma_ep *ep_of(struct fid_ep *ep_fid)
+{
+	return nrma_container_of(ep_fid, struct nrma_ep, ep_fid);
+}
+
+static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
+				   const struct fi_msg_tagged *msg,
+				   uint64_t flags)
+{
+	struct nrma_recv_args a = {
+		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+		.tag = msg->tag, .ignore = msg->ignore,
+		.flags = flags | FI_TAGGED, .context = msg->context,
+	};
+
+	return nrma_proto_recv(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+				 void **desc, size_t count, fi_addr_t src,
+				 uint64_t tag, uint64_t ignore, void *context)
+{
+	struct nrma_recv_args a = {
+		.iov = iov, .desc = desc, .count = count, .tag = tag,
+		.ignore = ignore, .context = context,
+		.flags = ep_of(ep_fid)->rx_op_flags | FI_TAGGED,
+	};
+
+	(void) src;	/* no FI_DIRECTED_RECV: any source matches */
+	return nrma_proto_recv(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+				void *desc, fi_addr_t src, uint64_t tag,
+				uint64_t ignore, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return nrma_tagged_recvv(ep_fid, &iov, &desc, 1, src, tag, ignore,
+				 context);
+}
+
+static ssize_t nrma_tagged_sendmsg(struct fid_ep *ep_fid,
+				   const struct fi_msg_tagged *msg,
+				   uint64_t flags)
+{
+	struct nrma_send_args a = {
+		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+		.dest = msg->addr, .data = msg->data, .tag = msg->tag,
+		.flags = flags | FI_TAGGED, .context = msg->context,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+				 void **desc, size_t count, fi_addr_t dest,
+				 uint64_t tag, void *context)
+{
+	struct nrma_send_args a = {
+		.iov = iov, .desc = desc, .count = count, .dest = dest,
+		.tag = tag, .context = context,
+		.flags = ep_of(ep_fid)->tx_op_flags | FI_TAGGED,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_tagged_send(struct fid_ep *ep_fid, const void *buf,
+				size_t len, void *desc, fi_addr_t dest,
+				uint64_t tag, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return nrma_tagged_sendv(ep_fid, &iov, &desc, 1, dest, tag, context);
+}
+
+static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
+				    size_t len, void *desc, uint64_t data,
+				    fi_addr_t dest, uint64_t tag, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_send_args a = {
+		.iov = &iov, .desc = &desc, .count = 1, .dest = dest,
+		.data = data, .tag = tag, .context = context,
+		.flags = ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
+			 FI_REMOTE_CQ_DATA,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
+				      size_t len, uint64_t data,
+				      fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_send_args a = {
+		.iov = &iov, .count = 1, .dest = dest, .data = data, .tag = tag,
+		.flags = FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
+				  size_t len, fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_send_args a = {
+		.iov = &iov, .count = 1, .dest = dest, .tag = tag,
+		.flags = FI_INJECT | FI_TAGGED,
+	};
+
+	return nrma_proto_send(ep_of(ep_fid), &a);
+}
+
+struct fi_ops_tagged nrma_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = nrma_tagged_recv,
+	.recvv = nrma_tagged_recvv,
+	.recvmsg = nrma_tagged_recvmsg,
+	.send = nrma_tagged_send,
+	.sendv = nrma_tagged_sendv,
+	.sendmsg = nrma_tagged_sendmsg,
+	.inject = nrma_tagged_inject,
+	.senddata = nrma_tagged_senddata,
+	.injectdata = nrma_tagged_injectdata,
+};
