@@ -41,12 +41,14 @@ struct ibv_qp;
 struct rdma_cm_id;
 struct nrma_ep;
 struct nrma_listener;
+struct nrma_notify;
 struct nrma_proto;
 struct nrma_verbs_ep;
 
 #define NRMA_WARN(subsys, ...)	FI_WARN(&nrma_prov, subsys, __VA_ARGS__)
 #define NRMA_INFO(subsys, ...)	FI_INFO(&nrma_prov, subsys, __VA_ARGS__)
-#define NRMA_DBG(subsys, ...)	FI_DBG(&nrma_prov, subsys, __VA_ARGS__)
+/* libfabric compiles FI_DBG out of release builds; ours stays. */
+#define NRMA_DBG(subsys, ...)	FI_LOG(&nrma_prov, FI_LOG_DEBUG, subsys, __VA_ARGS__)
 
 /* Tunables, read once from FI_NRMA_* at load time. */
 struct nrma_params {
@@ -59,6 +61,8 @@ struct nrma_params {
 	size_t eager_size;	/* largest message sent by copy */
 	size_t unexp_max;	/* unexpected messages held per endpoint */
 	size_t qp_depth;	/* send queue depth per connection */
+	bool notify_fence_always; /* fence every notification atomic */
+	int notify_wake_ms;	/* sleep bound while waiting on a slot */
 };
 extern struct nrma_params nrma_params;
 
@@ -161,11 +165,30 @@ struct nrma_domain {
 	struct fi_info *info;
 	struct nrma_verbs_domain *verbs;
 	struct nrma_eq *eq;		/* bound for asynchronous errors */
+	struct nrma_notify *notify;	/* nrma_notify.c */
 	atomic_int ref;			/* open child objects */
 };
 
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);
+
+/*
+ * Notification region (nrma_notify.c).  An MR key is the verbs rkey in
+ * bits 0-31 and the notification slots for writes (32-47) and reads
+ * (48-63) that target it; slot 0 means none.
+ */
+#define NRMA_NOTIFY_MAX_SLOTS	65536
+
+int nrma_notify_open(struct nrma_domain *domain);
+void nrma_notify_close(struct nrma_domain *domain);
+int nrma_notify_slot_get(struct nrma_domain *domain, uint16_t *slot);
+void nrma_notify_slot_put(struct nrma_domain *domain, uint16_t slot);
+uint64_t nrma_notify_read(const struct nrma_domain *domain, uint16_t slot);
+void nrma_notify_region(const struct nrma_domain *domain, uint64_t *addr,
+			uint32_t *rkey);
+uint64_t nrma_notify_key(uint64_t rkey, uint16_t write_slot, uint16_t read_slot);
+void nrma_notify_key_decode(uint64_t key, uint32_t *rkey, uint16_t *write_slot,
+			    uint16_t *read_slot);
 
 /* Poll sets (nrma_poll.c) */
 int nrma_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
@@ -177,6 +200,10 @@ struct nrma_mr {
 	struct nrma_domain *domain;
 	struct nrma_verbs_mr *verbs;
 	uint64_t access;
+	uint64_t flags;			/* FI_RMA_EVENT */
+	uint64_t rkey;
+	struct nrma_cntr *write_cntr;	/* fi_mr_bind(FI_REMOTE_WRITE) */
+	struct nrma_cntr *read_cntr;	/* fi_mr_bind(FI_REMOTE_READ) */
 };
 
 extern struct fi_ops_mr nrma_mr_ops;
@@ -239,8 +266,10 @@ size_t nrma_cq_room(struct nrma_cq *cq);
 struct nrma_cntr {
 	struct fid_cntr cntr_fid;
 	struct nrma_domain *domain;
-	_Atomic uint64_t value;
+	_Atomic uint64_t value;		/* local count, or bias on the slot */
 	_Atomic uint64_t err;
+	pthread_mutex_t lock;
+	uint16_t slot;			/* notification word, 0 if none */
 	struct nrma_wait wait;
 	struct nrma_ep_set eps;		/* endpoints to progress */
 	atomic_int ref;			/* endpoints bound to it */
@@ -251,6 +280,8 @@ int nrma_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 int nrma_cntr_trywait(struct nrma_cntr *cntr);
 void nrma_cntr_inc(struct nrma_cntr *cntr);
 void nrma_cntr_inc_err(struct nrma_cntr *cntr);
+/* The counter's notification slot, taken on first use. */
+int nrma_cntr_slot(struct nrma_cntr *cntr, uint16_t *slot);
 
 /* Address vector: endpoint names are IPv4 socket addresses. */
 struct nrma_av {
@@ -288,9 +319,17 @@ struct nrma_conn {
 	enum nrma_conn_state state;
 	int error;			/* why it failed */
 	bool outgoing;
+	bool established;		/* it was up once */
+	bool loopback;			/* our own request: we receive on it */
 	struct sockaddr_in peer;	/* the peer endpoint's name */
 	fi_addr_t fi_addr;		/* FI_ADDR_NOTAVAIL until known */
 	uint32_t qp_num;
+	size_t sq_free;			/* send queue slots not in use */
+	/* the peer's notification region and endpoint-bound slots */
+	uint64_t notify_addr;
+	uint32_t notify_rkey;
+	uint16_t write_slot;
+	uint16_t read_slot;
 	int64_t started;		/* ms: first attempt to reach the peer */
 };
 
@@ -299,6 +338,7 @@ int nrma_conn_get(struct nrma_ep *ep, fi_addr_t fi_addr,
 struct nrma_conn *nrma_conn_by_qp(struct nrma_ep *ep, uint32_t qp_num);
 fi_addr_t nrma_conn_fi_addr(struct nrma_conn *conn);
 void nrma_conn_fail(struct nrma_conn *conn, int error);
+void nrma_conn_heard(struct nrma_conn *conn);
 void nrma_cm_progress(struct nrma_ep *ep);
 void nrma_conns_close(struct nrma_ep *ep);
 
@@ -318,6 +358,8 @@ struct nrma_ep {
 	struct nrma_cntr *recv_cntr;
 	struct nrma_cntr *read_cntr;
 	struct nrma_cntr *write_cntr;
+	struct nrma_cntr *rread_cntr;	/* FI_REMOTE_READ */
+	struct nrma_cntr *rwrite_cntr;	/* FI_REMOTE_WRITE */
 	struct nrma_av *av;
 	struct nrma_eq *eq;
 	struct nrma_listener *listener;
@@ -369,6 +411,22 @@ struct nrma_recv_args {
 };
 
 ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *args);
+
+struct nrma_rma_args {
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	fi_addr_t dest;
+	uint64_t addr;		/* the one remote segment */
+	uint64_t len;
+	uint64_t key;
+	uint64_t data;
+	uint64_t flags;		/* FI_READ or FI_WRITE, and op flags */
+	void *context;
+};
+
+ssize_t nrma_proto_rma(struct nrma_ep *ep, const struct nrma_rma_args *args);
+extern struct fi_ops_rma nrma_rma_ops;
 ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
 
 extern struct fi_ops_msg nrma_msg_ops;
@@ -377,6 +435,7 @@ int nrma_proto_open(struct nrma_ep *ep);
 void nrma_proto_close(struct nrma_ep *ep);
 size_t nrma_proto_cq_size(const struct fi_info *info);
 int nrma_proto_progress(struct nrma_ep *ep);
+void nrma_proto_linger(struct nrma_ep *ep);
 void nrma_proto_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
 ssize_t nrma_proto_cancel(struct nrma_ep *ep, void *context);
 

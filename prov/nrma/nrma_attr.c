@@ -14,9 +14,14 @@
 
 /* What works today; later features add their bits here. */
 #define NRMA_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define NRMA_TX_CAPS		(FI_MSG | FI_TAGGED | FI_SEND)
-#define NRMA_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | \
-				 FI_MULTI_RECV)
+#define NRMA_TX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | \
+				 FI_READ | FI_WRITE | FI_FENCE)
+#define NRMA_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | \
+				 FI_REMOTE_READ | FI_REMOTE_WRITE | \
+				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV)
+/* RC executes an endpoint's requests in order at the target. */
+#define NRMA_MSG_ORDER		(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | \
+				 FI_ORDER_SAW)
 #define NRMA_CAPS		(NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
 
 /* Registrations are addressed by virtual address with provider keys. */
@@ -24,6 +29,9 @@
 				 FI_MR_PROV_KEY)
 #define NRMA_RMA_TARGET_CAPS	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
 				 FI_REMOTE_WRITE)
+/* What goes when an application's mr_mode rules RMA out. */
+#define NRMA_RMA_CAPS		(FI_RMA | FI_RMA_EVENT | FI_READ | FI_WRITE | \
+				 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_FENCE)
 
 #define NRMA_MR_KEY_SIZE	sizeof(uint64_t)
 #define NRMA_CQ_DATA_SIZE	sizeof(uint32_t)	/* verbs immediate data */
@@ -64,8 +72,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->addr_format = FI_SOCKADDR_IN;
 
 	info->tx_attr->caps = NRMA_TX_CAPS;
-	/* RC delivers in order, and messages are matched in arrival order. */
-	info->tx_attr->msg_order = FI_ORDER_SAS;
+	info->tx_attr->msg_order = NRMA_MSG_ORDER;
 	info->tx_attr->comp_order = FI_ORDER_NONE;
 	info->tx_attr->inject_size = nrma_params.eager_size;
 	info->tx_attr->size = min_size(nrma_params.tx_size, lim->max_qp_wr);
@@ -73,7 +80,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->tx_attr->rma_iov_limit = 1;	/* one remote address per WR */
 
 	info->rx_attr->caps = NRMA_RX_CAPS;
-	info->rx_attr->msg_order = FI_ORDER_SAS;
+	info->rx_attr->msg_order = NRMA_MSG_ORDER;
 	info->rx_attr->comp_order = FI_ORDER_NONE;
 	info->rx_attr->size = min_size(nrma_params.rx_size, lim->max_srq_wr);
 	/* A rendezvous read scatters into the receive: max_sge_rd bounds it. */
@@ -83,6 +90,8 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->ep_attr->protocol = FI_PROTO_UNSPEC;
 	info->ep_attr->protocol_version = NRMA_PROTOCOL_VERSION;
 	info->ep_attr->max_msg_size = lim->max_msg_size;
+	info->ep_attr->max_order_raw_size = lim->max_msg_size;
+	info->ep_attr->max_order_waw_size = lim->max_msg_size;
 	info->ep_attr->tx_ctx_cnt = 1;
 	info->ep_attr->rx_ctx_cnt = 1;
 
@@ -139,19 +148,32 @@ static bool mode_unmet(uint64_t required, uint64_t offered)
 	return required & ~offered;
 }
 
-static bool mr_mode_unmet(uint32_t version, uint64_t caps, int user_mode)
+/* Whether an application's mr_mode lets us be an RMA target. */
+static bool mr_mode_allows_rma(uint32_t version, int user_mode)
 {
-	uint64_t required;
-
 	/* Before 1.5 mr_mode is an enum; BASIC is what we do. */
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-		return user_mode != FI_MR_UNSPEC && user_mode != FI_MR_BASIC;
-	if (user_mode == FI_MR_BASIC)
-		return false;
-	if (user_mode & (FI_MR_BASIC | FI_MR_SCALABLE))
+		return user_mode == FI_MR_UNSPEC || user_mode == FI_MR_BASIC;
+	return user_mode == FI_MR_BASIC ||
+	       (!(user_mode & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
+		(user_mode & NRMA_MR_BASIC_MAP) == NRMA_MR_BASIC_MAP);
+}
+
+/*
+ * An application that cannot do our mr_mode still gets messaging when it
+ * did not ask for RMA by name: caps 0 means "whatever you offer".
+ */
+static bool mr_mode_unmet(uint32_t version, uint64_t caps, int user_mode)
+{
+	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
+	    (user_mode & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
+	    user_mode != FI_MR_BASIC)
 		return true;
-	required = mr_mode_required(caps ? caps : NRMA_CAPS);
-	return user_mode != FI_MR_UNSPEC && (user_mode & required) != required;
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) &&
+	    !mr_mode_allows_rma(version, user_mode))
+		return true;
+	return (caps & NRMA_RMA_TARGET_CAPS) &&
+	       !mr_mode_allows_rma(version, user_mode);
 }
 
 static bool name_differs(const char *want, const char *have)
@@ -242,6 +264,13 @@ static bool context_caps_exceed(const struct fi_info *hints)
 		(hints->rx_attr && (hints->rx_attr->caps & ~allowed)));
 }
 
+/* Every capability the hints name, also those named only by a context. */
+static uint64_t requested_caps(const struct fi_info *hints)
+{
+	return hints->caps | (hints->tx_attr ? hints->tx_attr->caps : 0) |
+	       (hints->rx_attr ? hints->rx_attr->caps : 0);
+}
+
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints)
 {
@@ -259,7 +288,7 @@ int nrma_info_match(uint32_t version, const struct fi_info *prov,
 	     name_differs(hints->fabric_attr->name, prov->fabric_attr->name)) ||
 	    (hints->domain_attr &&
 	     domain_unmet(version, prov->domain_attr, hints->domain_attr,
-			  hints->caps)) ||
+			  requested_caps(hints))) ||
 	    (hints->ep_attr && ep_unmet(prov->ep_attr, hints->ep_attr)) ||
 	    (hints->tx_attr && tx_unmet(prov->tx_attr, hints->tx_attr)) ||
 	    (hints->rx_attr && rx_unmet(prov->rx_attr, hints->rx_attr)))
@@ -286,9 +315,12 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 	}
 	if (hints->caps) {
 		info->caps = hints->caps | NRMA_DOMAIN_CAPS;
-		info->tx_attr->caps &= info->caps;
-		info->rx_attr->caps &= info->caps;
+	} else if (hints->domain_attr &&
+		   !mr_mode_allows_rma(version, hints->domain_attr->mr_mode)) {
+		info->caps &= ~NRMA_RMA_CAPS;
 	}
+	info->tx_attr->caps &= info->caps;
+	info->rx_attr->caps &= info->caps;
 	/* A context gets only the capabilities asked of it, if any were. */
 	if (hints->tx_attr && hints->tx_attr->caps)
 		info->tx_attr->caps &= hints->tx_attr->caps;
@@ -299,6 +331,11 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 		dom->mr_mode = FI_MR_BASIC;
 	else
 		dom->mr_mode = mr_mode_required(info->caps);
+	/* fi_mr_enable is honoured (and needs nothing) for FI_RMA_EVENT MRs. */
+	if (hints->domain_attr && dom->mr_mode != FI_MR_BASIC &&
+	    (hints->domain_attr->mr_mode & FI_MR_RMA_EVENT) &&
+	    (info->caps & FI_RMA_EVENT))
+		dom->mr_mode |= FI_MR_RMA_EVENT;
 	if (hints->domain_attr) {
 		const struct fi_domain_attr *want = hints->domain_attr;
 

@@ -34,13 +34,22 @@ enum nrma_reject_reason {
 	NRMA_REJECT_VERSION,
 };
 
-/* Private data of connect and accept; room is left for later needs. */
+/*
+ * Private data of connect and accept (at most 56 bytes on IB): who we
+ * are, and where peers bump our notification counters.
+ */
 struct nrma_cm_data {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t reject_reason;
 	struct sockaddr_in name;
+	uint64_t notify_addr;
+	uint32_t notify_rkey;
+	uint16_t write_slot;		/* endpoint's FI_REMOTE_WRITE counter */
+	uint16_t read_slot;		/* endpoint's FI_REMOTE_READ counter */
 };
+
+_Static_assert(sizeof(struct nrma_cm_data) <= 56, "rdmacm REQ private data");
 
 struct nrma_listener {
 	struct rdma_event_channel *channel;
@@ -134,12 +143,29 @@ static int name_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b)
 static void cm_data_init(const struct nrma_ep *ep, struct nrma_cm_data *data,
 			 uint16_t reject_reason)
 {
+	uint64_t addr;
+	uint32_t rkey;
+
+	nrma_notify_region(ep->domain, &addr, &rkey);
 	*data = (struct nrma_cm_data) {
 		.magic = htonl(NRMA_CM_MAGIC),
 		.version = htons(NRMA_PROTOCOL_VERSION),
 		.reject_reason = htons(reject_reason),
 		.name = ep->name,
+		.notify_addr = addr,
+		.notify_rkey = rkey,
+		.write_slot = ep->rwrite_cntr ? ep->rwrite_cntr->slot : 0,
+		.read_slot = ep->rread_cntr ? ep->rread_cntr->slot : 0,
 	};
+}
+
+static void conn_learn_peer(struct nrma_conn *conn,
+			    const struct nrma_cm_data *data)
+{
+	conn->notify_addr = data->notify_addr;
+	conn->notify_rkey = data->notify_rkey;
+	conn->write_slot = data->write_slot;
+	conn->read_slot = data->read_slot;
 }
 
 static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
@@ -233,7 +259,8 @@ void nrma_conn_fail(struct nrma_conn *conn, int error)
 {
 	if (conn->state == NRMA_CONN_FAILED)
 		return;
-	NRMA_INFO(FI_LOG_EP_CTRL, "connection to %s:%u failed: %s\n",
+	NRMA_INFO(FI_LOG_EP_CTRL, "%s connection %s:%u failed: %s\n",
+		  conn->outgoing ? "outgoing" : "incoming",
 		  inet_ntoa(conn->peer.sin_addr), ntohs(conn->peer.sin_port),
 		  fi_strerror(error));
 	conn->state = NRMA_CONN_FAILED;
@@ -286,6 +313,7 @@ static int conn_create_qp(struct nrma_conn *conn)
 		return ret;
 	conn->qp = conn->id->qp;
 	conn->qp_num = conn->id->qp->qp_num;
+	conn->sq_free = nrma_params.qp_depth;
 	return nrma_hash_insert(&ep->qp_conns, conn->qp_num, conn) ?
 	       -FI_ENOMEM : 0;
 }
@@ -299,7 +327,8 @@ static struct nrma_conn *conn_by_name(struct nrma_ep *ep,
 		struct nrma_conn *conn =
 			nrma_container_of(item, struct nrma_conn, link);
 
-		if (conn->state != NRMA_CONN_FAILED && !name_cmp(&conn->peer, name))
+		if (conn->state != NRMA_CONN_FAILED && !conn->loopback &&
+		    !name_cmp(&conn->peer, name))
 			return conn;
 	}
 	return NULL;
@@ -340,9 +369,33 @@ static int conn_start(struct nrma_ep *ep, fi_addr_t fi_addr,
 }
 
 /*
+ * A failed connection: a refused one is tried again (for a while), one
+ * that broke after it was up is made again, and one that never came up is
+ * reported to the caller once.
+ */
+static int conn_redo(struct nrma_ep *ep, struct nrma_conn *conn,
+		     fi_addr_t fi_addr, const struct sockaddr_in *peer)
+{
+	int64_t started = now_ms();
+	int ret;
+
+	if (conn->error == -FI_EAGAIN) {
+		started = conn->started;
+		conn_destroy(conn);
+	} else if (conn->established) {
+		conn_retire(conn);
+	} else {
+		ret = conn->error;
+		conn_retire(conn);
+		return ret;
+	}
+	ret = conn_start(ep, fi_addr, peer, started);
+	return ret ? ret : -FI_EAGAIN;
+}
+
+/*
  * The connection to fi_addr, if it is up.  Otherwise starts or waits for
- * it and returns -FI_EAGAIN; a failed one is reported once and then
- * retried by the next call.
+ * it and returns -FI_EAGAIN.
  */
 int nrma_conn_get(struct nrma_ep *ep, fi_addr_t fi_addr,
 		  struct nrma_conn **connp)
@@ -357,19 +410,8 @@ int nrma_conn_get(struct nrma_ep *ep, fi_addr_t fi_addr,
 	}
 	if (nrma_av_get(ep->av, fi_addr, &peer))
 		return -FI_EINVAL;
-	if (conn && conn->state == NRMA_CONN_FAILED &&
-	    conn->error == -FI_EAGAIN) {	/* refused: try again */
-		int64_t started = conn->started;
-
-		conn_destroy(conn);
-		ret = conn_start(ep, fi_addr, &peer, started);
-		return ret ? ret : -FI_EAGAIN;
-	}
-	if (conn && conn->state == NRMA_CONN_FAILED) {
-		ret = conn->error;
-		conn_retire(conn);
-		return ret;
-	}
+	if (conn && conn->state == NRMA_CONN_FAILED)
+		return conn_redo(ep, conn, fi_addr, &peer);
 	if (conn)
 		return -FI_EAGAIN;
 	conn = conn_by_name(ep, &peer);		/* accepted before we knew it */
@@ -394,7 +436,7 @@ fi_addr_t nrma_conn_fi_addr(struct nrma_conn *conn)
 	if (conn->fi_addr != FI_ADDR_NOTAVAIL)
 		return conn->fi_addr;
 	fi_addr = nrma_av_find(conn->ep->av, &conn->peer);
-	if (fi_addr != FI_ADDR_NOTAVAIL &&
+	if (fi_addr != FI_ADDR_NOTAVAIL && !conn->loopback &&
 	    !(fi_addr < conn->ep->npeers && conn->ep->peers[fi_addr]))
 		conn_map(conn, fi_addr);
 	return fi_addr;
@@ -415,6 +457,23 @@ static void on_route_resolved(struct nrma_conn *conn)
 	param = conn_param(conn->ep, &data);
 	if (rdma_connect(conn->id, &param))
 		nrma_conn_fail(conn, -errno);
+}
+
+/* The accept private data of an outgoing connection describes the peer. */
+static void on_established(struct nrma_conn *conn, struct rdma_cm_event *ev)
+{
+	const struct nrma_cm_data *data = cm_data_of(ev);
+
+	if (conn->outgoing && !data) {
+		nrma_conn_fail(conn, -FI_EOTHER);
+		return;
+	}
+	if (conn->outgoing)
+		conn_learn_peer(conn, data);
+	if (conn->state == NRMA_CONN_CONNECTING) {
+		conn->state = NRMA_CONN_CONNECTED;
+		conn->established = true;
+	}
 }
 
 static void reject(struct nrma_ep *ep, struct rdma_cm_id *id,
@@ -446,12 +505,15 @@ static enum nrma_cm_cleanup on_connect_request(struct nrma_ep *ep, struct rdma_c
 	struct nrma_conn *existing, *conn;
 	struct nrma_cm_data data;
 	struct rdma_conn_param param;
+	bool self;
 
 	if (!req || ntohs(req->version) != NRMA_PROTOCOL_VERSION) {
 		reject(ep, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
 	}
-	existing = conn_by_name(ep, &req->name);
+	/* An endpoint sending to itself: its outgoing end stays for sends. */
+	self = !name_cmp(&req->name, &ep->name);
+	existing = self ? NULL : conn_by_name(ep, &req->name);
 	if (!request_wins(ep, existing)) {
 		reject(ep, ev->id, NRMA_REJECT_COLLISION);
 		return NRMA_CM_DESTROY_ID;
@@ -461,7 +523,13 @@ static enum nrma_cm_cleanup on_connect_request(struct nrma_ep *ep, struct rdma_c
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_ID;
 	}
+	conn_learn_peer(conn, req);
+	conn->loopback = self;
 	if (existing) {		/* replaced: a lost race or a restarted peer */
+		NRMA_INFO(FI_LOG_EP_CTRL, "%s:%u connects again: replacing our "
+			  "%s connection\n", inet_ntoa(req->name.sin_addr),
+			  ntohs(req->name.sin_port),
+			  existing->outgoing ? "outgoing" : "incoming");
 		conn->fi_addr = existing->fi_addr;
 		nrma_conn_fail(existing, -FI_ECONNABORTED);
 		conn_retire(existing);
@@ -476,6 +544,20 @@ static enum nrma_cm_cleanup on_connect_request(struct nrma_ep *ep, struct rdma_c
 	}
 	nrma_conn_fi_addr(conn);
 	return NRMA_CM_KEEP;
+}
+
+/*
+ * An accepted connection is up for us once ESTABLISHED arrives, or once
+ * the peer sent something on it: its queue pair is then ready to receive
+ * (sending earlier would only be dropped and retried), and what it asks
+ * of us, ACKs and reads, must not wait for the event.
+ */
+void nrma_conn_heard(struct nrma_conn *conn)
+{
+	if (conn->state == NRMA_CONN_CONNECTING && !conn->outgoing) {
+		conn->state = NRMA_CONN_CONNECTED;
+		conn->established = true;
+	}
 }
 
 /* A peer that rejected us for a collision is connecting to us instead. */
@@ -500,6 +582,8 @@ static enum nrma_cm_cleanup handle_event(struct nrma_ep *ep,
 {
 	struct nrma_conn *conn = ev->id->context;
 
+	NRMA_DBG(FI_LOG_EP_CTRL, "%s (%s)\n", rdma_event_str(ev->event),
+		 conn ? inet_ntoa(conn->peer.sin_addr) : "listener");
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return on_connect_request(ep, ev);
@@ -511,8 +595,7 @@ static enum nrma_cm_cleanup handle_event(struct nrma_ep *ep,
 		on_route_resolved(conn);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (conn->state == NRMA_CONN_CONNECTING)
-			conn->state = NRMA_CONN_CONNECTED;
+		on_established(conn, ev);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		return on_rejected(conn, ev);
@@ -524,6 +607,9 @@ static enum nrma_cm_cleanup handle_event(struct nrma_ep *ep,
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* What the peer sent before it left (ACKs) counts. */
+		while (nrma_proto_progress(ep) > 0)
+			;
 		nrma_conn_fail(conn, -FI_ECONNRESET);
 		break;
 	default:

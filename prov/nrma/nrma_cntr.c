@@ -22,13 +22,41 @@ void nrma_cntr_inc_err(struct nrma_cntr *cntr)
 	nrma_wait_signal(&cntr->wait);
 }
 
+/* The local count plus what remote atomics added to the slot. */
+static uint64_t cntr_value(struct nrma_cntr *cntr)
+{
+	uint64_t value = atomic_load(&cntr->value);
+
+	return cntr->slot ? value + nrma_notify_read(cntr->domain, cntr->slot) :
+			    value;
+}
+
+int nrma_cntr_slot(struct nrma_cntr *cntr, uint16_t *slot)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&cntr->lock);
+	if (!cntr->slot) {
+		uint64_t value = cntr_value(cntr);
+
+		ret = nrma_notify_slot_get(cntr->domain, &cntr->slot);
+		/* keep the value: the word starts wherever it is */
+		if (!ret)
+			atomic_store(&cntr->value, value -
+				     nrma_notify_read(cntr->domain, cntr->slot));
+	}
+	*slot = cntr->slot;
+	pthread_mutex_unlock(&cntr->lock);
+	return ret;
+}
+
 /* Reading a counter drives progress: nrma's progress model is manual. */
 static uint64_t nrma_cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct nrma_cntr *cntr = cntr_of(cntr_fid);
 
 	nrma_ep_set_progress(&cntr->eps);
-	return atomic_load(&cntr->value);
+	return cntr_value(cntr);
 }
 
 static uint64_t nrma_cntr_readerr(struct fid_cntr *cntr_fid)
@@ -48,11 +76,15 @@ static int nrma_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 	return 0;
 }
 
+/* Remote atomics may land at any time: only the bias is ever written. */
 static int nrma_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 {
 	struct nrma_cntr *cntr = cntr_of(cntr_fid);
 
-	atomic_store(&cntr->value, value);
+	pthread_mutex_lock(&cntr->lock);
+	atomic_store(&cntr->value, cntr->slot ?
+		     value - nrma_notify_read(cntr->domain, cntr->slot) : value);
+	pthread_mutex_unlock(&cntr->lock);
 	nrma_wait_signal(&cntr->wait);
 	return 0;
 }
@@ -85,9 +117,18 @@ static long elapsed_us(const struct timespec *start)
 }
 
 /*
- * Polls for wait_spin_us, then sleeps on the wait object; any update to
- * the counter wakes it.  A new error ends the wait with -FI_EAVAIL.
+ * Polls for wait_spin_us, then sleeps on the wait object; any local update
+ * to the counter wakes it.  Remote atomics wake nobody, so a counter with
+ * a notification slot sleeps at most notify_wake_ms at a time.  A new
+ * error ends the wait with -FI_EAVAIL.
  */
+static int sleep_bound(const struct nrma_cntr *cntr, int left_ms)
+{
+	if (!cntr->slot || (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
+		return left_ms;
+	return nrma_params.notify_wake_ms;
+}
+
 static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			  int timeout)
 {
@@ -99,7 +140,7 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		nrma_ep_set_progress(&cntr->eps);
-		if (atomic_load(&cntr->value) >= threshold)
+		if (cntr_value(cntr) >= threshold)
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
 			return -FI_EAVAIL;
@@ -109,14 +150,15 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			continue;
 		/* Recheck after draining: a signal may have been eaten. */
 		nrma_wait_drain(&cntr->wait);
-		if (atomic_load(&cntr->value) >= threshold)
+		if (cntr_value(cntr) >= threshold)
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
 			return -FI_EAVAIL;
 		if (nrma_ep_set_arm(&cntr->eps))
 			continue;
 		ret = nrma_wait_block(&cntr->wait,
-				      nrma_timeout_left(&start, timeout));
+				      sleep_bound(cntr, nrma_timeout_left(&start,
+									timeout)));
 		if (ret && ret != -FI_ETIMEDOUT)
 			return ret;
 	}
@@ -127,8 +169,11 @@ int nrma_cntr_trywait(struct nrma_cntr *cntr)
 	int ret;
 
 	nrma_ep_set_progress(&cntr->eps);
+	/* Remote atomics raise no event: such a counter must be polled. */
+	if (cntr->slot)
+		return -FI_EAGAIN;
 	ret = nrma_ep_set_arm(&cntr->eps);
-	/* Every change signals the fd, so one drained now wakes on the next. */
+	/* Every local change signals the fd: one drained now wakes on the next. */
 	if (!ret)
 		nrma_wait_drain(&cntr->wait);
 	return ret;
@@ -150,6 +195,9 @@ static int nrma_cntr_close(struct fid *fid)
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
 	nrma_ep_set_fini(&cntr->eps);
+	if (cntr->slot)
+		nrma_notify_slot_put(cntr->domain, cntr->slot);
+	pthread_mutex_destroy(&cntr->lock);
 	nrma_wait_close(&cntr->wait);
 	atomic_fetch_sub(&cntr->domain->ref, 1);
 	free(cntr);
@@ -200,6 +248,7 @@ int nrma_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 		return ret;
 	}
 	nrma_ep_set_init(&cntr->eps);
+	pthread_mutex_init(&cntr->lock, NULL);
 	cntr->domain = domain;
 	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	cntr->cntr_fid.fid.context = context;

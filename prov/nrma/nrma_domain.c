@@ -15,6 +15,7 @@ static int nrma_domain_close(struct fid *fid)
 		return -FI_EBUSY;
 	if (domain->eq)
 		atomic_fetch_sub(&domain->eq->ref, 1);
+	nrma_notify_close(domain);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
 	fi_freeinfo(domain->info);
@@ -97,6 +98,11 @@ int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	ret = nrma_verbs_domain_open(dev, &domain->verbs);
 	if (ret)
 		goto err;
+	ret = nrma_notify_open(domain);
+	if (ret) {
+		nrma_verbs_domain_close(domain->verbs);
+		goto err;
+	}
 	domain->device = dev;
 	domain->fabric = fabric;
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;

@@ -113,8 +113,8 @@ void nrma_ep_progress(struct nrma_ep *ep)
 {
 	pthread_mutex_lock(&ep->lock);
 	if (ep->enabled) {
-		nrma_cm_progress(ep);
 		nrma_proto_progress(ep);
+		nrma_cm_progress(ep);
 	}
 	pthread_mutex_unlock(&ep->lock);
 }
@@ -173,6 +173,18 @@ static int bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
 	return 0;
 }
 
+/* Peers bump a remote counter's notification word; no progress needed. */
+static int bind_remote_cntr(struct nrma_cntr **slot, struct nrma_cntr *cntr)
+{
+	uint16_t word;
+	int ret;
+
+	if (*slot)
+		return -FI_EINVAL;
+	ret = nrma_cntr_slot(cntr, &word);
+	return ret ? ret : bind_cntr_slot(slot, cntr);
+}
+
 static int bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
 {
 	int ret = 0;
@@ -181,9 +193,13 @@ static int bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
 		return -FI_EBADFLAGS;
 	if (!flags)
 		return -FI_EINVAL;
-	/* Remote counters need FI_RMA_EVENT, which is not offered yet. */
-	if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE))
-		return -FI_ENOSYS;
+	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
+	    !(ep->info->caps & FI_RMA_EVENT))
+		return -FI_EINVAL;
+	if (flags & FI_REMOTE_WRITE)
+		ret = bind_remote_cntr(&ep->rwrite_cntr, cntr);
+	if ((flags & FI_REMOTE_READ) && !ret)
+		ret = bind_remote_cntr(&ep->rread_cntr, cntr);
 	if ((flags & FI_SEND) && !ret)
 		ret = bind_cntr_slot(&ep->send_cntr, cntr);
 	if ((flags & FI_RECV) && !ret)
@@ -291,7 +307,8 @@ static int ep_enable_check(const struct nrma_ep *ep)
 static int ep_join_sets(struct nrma_ep *ep)
 {
 	struct nrma_cntr *cntrs[] = { ep->send_cntr, ep->recv_cntr,
-				      ep->read_cntr, ep->write_cntr };
+				      ep->read_cntr, ep->write_cntr,
+				      ep->rread_cntr, ep->rwrite_cntr };
 	int ret = 0;
 
 	if (ep->tx_cq)
@@ -368,6 +385,8 @@ static void ep_unbind_all(struct nrma_ep *ep)
 	unbind_cntr(ep, ep->recv_cntr);
 	unbind_cntr(ep, ep->read_cntr);
 	unbind_cntr(ep, ep->write_cntr);
+	unbind_cntr(ep, ep->rread_cntr);
+	unbind_cntr(ep, ep->rwrite_cntr);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)
@@ -378,6 +397,8 @@ static int nrma_ep_close(struct fid *fid)
 {
 	struct nrma_ep *ep = ep_of_fid(fid);
 
+	if (ep->enabled)
+		nrma_proto_linger(ep);
 	ep_unbind_all(ep);
 	nrma_conns_close(ep);
 	nrma_hash_fini(&ep->qp_conns);
@@ -596,7 +617,7 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->ep_fid.ops = &nrma_ep_ops;
 	ep->ep_fid.cm = &nrma_ep_cm_ops;
 	ep->ep_fid.msg = &nrma_msg_ops;
-	ep->ep_fid.rma = &nrma_no_rma_ops;
+	ep->ep_fid.rma = &nrma_rma_ops;
 	ep->ep_fid.tagged = &nrma_tagged_ops;
 	ep->ep_fid.atomic = &nrma_no_atomic_ops;
 	ep->ep_fid.collective = &nrma_no_collective_ops;

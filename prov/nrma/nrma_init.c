@@ -17,6 +17,7 @@ struct nrma_params nrma_params = {
 	.eager_size = 8192,
 	.unexp_max = 256,
 	.qp_depth = 64,
+	.notify_wake_ms = 1,
 };
 
 static void nrma_cleanup(void)
@@ -63,10 +64,17 @@ static void nrma_define_params(void)
 	fi_param_define(&nrma_prov, "qp_depth", FI_PARAM_SIZE_T,
 			"Send queue depth of the queue pair of each connected peer (default: %zu)",
 			nrma_params.qp_depth);
+	fi_param_define(&nrma_prov, "notify_fence", FI_PARAM_STRING,
+			"Which notification atomics wait for earlier reads and atomics: 'auto' (after RMA reads only, as ordering needs) or 'always' (default: auto)");
+	fi_param_define(&nrma_prov, "notify_wake_ms", FI_PARAM_INT,
+			"Longest sleep of fi_cntr_wait on a counter that remote atomics bump (default: %d)",
+			nrma_params.notify_wake_ms);
 }
 
 static void nrma_read_params(void)
 {
+	char *fence;
+
 	fi_param_get_str(&nrma_prov, "device", &nrma_params.device);
 	fi_param_get_size_t(&nrma_prov, "tx_size", &nrma_params.tx_size);
 	fi_param_get_size_t(&nrma_prov, "rx_size", &nrma_params.rx_size);
@@ -76,6 +84,15 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
 	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);
 	fi_param_get_size_t(&nrma_prov, "qp_depth", &nrma_params.qp_depth);
+	fi_param_get_int(&nrma_prov, "notify_wake_ms", &nrma_params.notify_wake_ms);
+	if (!fi_param_get_str(&nrma_prov, "notify_fence", &fence)) {
+		if (!strcmp(fence, "always"))
+			nrma_params.notify_fence_always = true;
+		else if (strcmp(fence, "auto"))
+			NRMA_WARN(FI_LOG_CORE,
+				  "FI_NRMA_NOTIFY_FENCE=%s: not auto or always, using auto\n",
+				  fence);
+	}
 }
 
 static void nrma_keep_device(const char *name)

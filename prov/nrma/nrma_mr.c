@@ -20,12 +20,19 @@ static int nrma_mr_close(struct fid *fid)
 	ret = nrma_verbs_mr_dereg(mr->verbs);
 	if (ret)
 		return ret;
+	if (mr->write_cntr)
+		atomic_fetch_sub(&mr->write_cntr->ref, 1);
+	if (mr->read_cntr)
+		atomic_fetch_sub(&mr->read_cntr->ref, 1);
 	atomic_fetch_sub(&mr->domain->ref, 1);
 	free(mr);
 	return 0;
 }
 
-/* A registration is live from the start, so enabling it is a no-op. */
+/*
+ * A registration is live from the start and fi_mr_bind updates its key at
+ * once, so enabling it (FI_MR_RMA_EVENT) has nothing left to do.
+ */
 static int nrma_mr_control(struct fid *fid, int command, void *arg)
 {
 	(void) fid;
@@ -33,18 +40,66 @@ static int nrma_mr_control(struct fid *fid, int command, void *arg)
 	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
 }
 
+static int bind_slot(struct nrma_cntr **bound, struct nrma_cntr *cntr,
+		     uint16_t *slot)
+{
+	int ret;
+
+	if (*bound)
+		return -FI_EINVAL;
+	ret = nrma_cntr_slot(cntr, slot);
+	if (ret)
+		return ret;
+	*bound = cntr;
+	atomic_fetch_add(&cntr->ref, 1);
+	return 0;
+}
+
+/*
+ * A counter bound to an FI_RMA_EVENT registration counts the RMA
+ * operations that target it: its slot goes into the MR key.
+ */
+static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct nrma_mr *mr = nrma_container_of(fid, struct nrma_mr, mr_fid.fid);
+	struct nrma_cntr *cntr;
+	uint16_t write_slot = 0, read_slot = 0;
+	uint32_t rkey;
+	int ret = 0;
+
+	if (bfid->fclass != FI_CLASS_CNTR || !(mr->flags & FI_RMA_EVENT))
+		return -FI_EINVAL;
+	if (flags & ~(FI_REMOTE_WRITE | FI_REMOTE_READ))
+		return -FI_EBADFLAGS;
+	if (!flags)
+		return -FI_EINVAL;
+	cntr = nrma_container_of(bfid, struct nrma_cntr, cntr_fid.fid);
+	if (cntr->domain != mr->domain)
+		return -FI_EINVAL;
+	nrma_notify_key_decode(mr->mr_fid.key, &rkey, &write_slot, &read_slot);
+	if (flags & FI_REMOTE_WRITE)
+		ret = bind_slot(&mr->write_cntr, cntr, &write_slot);
+	if (!ret && (flags & FI_REMOTE_READ))
+		ret = bind_slot(&mr->read_cntr, cntr, &read_slot);
+	mr->mr_fid.key = nrma_notify_key(rkey, write_slot, read_slot);
+	return ret;
+}
+
 static struct fi_ops nrma_mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = nrma_mr_close,
-	.bind = nrma_no_bind,
+	.bind = nrma_mr_bind,
 	.control = nrma_mr_control,
 	.ops_open = nrma_no_ops_open,
 };
 
-static int mr_check(const struct fi_mr_attr *attr, uint64_t flags)
+static int mr_check(const struct nrma_domain *domain,
+		    const struct fi_mr_attr *attr, uint64_t flags)
 {
-	if (flags)
+	if (flags & ~FI_RMA_EVENT)
 		return -FI_EBADFLAGS;
+	if ((flags & FI_RMA_EVENT) && !(domain->info->caps & FI_RMA_EVENT))
+		return -FI_EINVAL;
 	if (attr->iov_count != 1 || !attr->mr_iov ||
 	    (!attr->mr_iov[0].iov_base && attr->mr_iov[0].iov_len))
 		return -FI_EINVAL;
@@ -67,7 +122,7 @@ static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 
 	if (!attr || !mr_fid)
 		return -FI_EINVAL;
-	ret = mr_check(attr, flags);
+	ret = mr_check(domain, attr, flags);
 	if (ret)
 		return ret;
 	mr = calloc(1, sizeof(*mr));
@@ -82,6 +137,7 @@ static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	}
 	mr->domain = domain;
 	mr->access = attr->access;
+	mr->flags = flags;
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = attr->context;
 	mr->mr_fid.fid.ops = &nrma_mr_fi_ops;

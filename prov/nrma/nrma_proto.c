@@ -21,8 +21,10 @@
  *
  * The wire format is in host byte order: peers must share it.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nrma.h"
 #include "nrma_iov.h"
@@ -63,6 +65,7 @@ enum nrma_op_kind {
 	NRMA_OP_SEND,		/* an application send */
 	NRMA_OP_ACK,		/* our ACK of a peer's message */
 	NRMA_OP_READ,		/* rendezvous read into a posted receive */
+	NRMA_OP_RMA,		/* an application RMA read or write */
 };
 
 struct nrma_rx_entry;
@@ -90,6 +93,9 @@ struct nrma_op {
 	size_t left;			/* bytes still to read */
 	uint32_t lkey[NRMA_IOV_LIMIT];
 	bool queued;
+	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
+	struct iovec iov[NRMA_IOV_LIMIT];
+	size_t iov_count;
 	struct nrma_rx_entry *rx;
 	uint64_t peer_token;
 	bool peer_wants_ack;
@@ -151,6 +157,9 @@ struct nrma_proto {
 	struct nrma_match_queue tagq;
 	struct nrma_dlist pending_acks;
 	struct nrma_dlist pending_reads;	/* struct nrma_op */
+	size_t acks;			/* ACKs posted, not yet completed */
+	uint64_t *scratch;		/* where notification atomics fetch to */
+	struct nrma_verbs_mr *scratch_mr;
 	uint32_t gen;
 };
 
@@ -222,10 +231,40 @@ static struct nrma_sge tx_buf_sge(const struct nrma_proto *m,
 	};
 }
 
+/* Posts an operation's work requests if its queue pair has room for all. */
+static int op_post(struct nrma_proto *m, struct nrma_op *op,
+		   struct nrma_wr *wr, size_t count)
+{
+	int ret;
+
+	if (op->conn->state != NRMA_CONN_CONNECTED)
+		return -FI_ECONNRESET;
+	if (op->conn->sq_free < count)
+		return -FI_EAGAIN;
+	for (size_t i = 0; i < count; i++)
+		wr[i].wr_id = op_index(m, op);
+	ret = nrma_verbs_post(op->conn->qp, wr, count);
+	if (ret)
+		return ret;
+	op->conn->sq_free -= count;
+	op->wc_pending += count;
+	return 0;
+}
+
 /* Completions */
 
-static void report_send(struct nrma_ep *ep, struct nrma_op *op)
+static struct nrma_cntr *tx_cntr(const struct nrma_ep *ep, uint64_t flags)
 {
+	if (flags & FI_READ)
+		return ep->read_cntr;
+	return flags & FI_WRITE ? ep->write_cntr : ep->send_cntr;
+}
+
+/* The completion of a send or an RMA operation we initiated. */
+static void report_tx(struct nrma_ep *ep, struct nrma_op *op)
+{
+	struct nrma_cntr *cntr = tx_cntr(ep, op->flags);
+
 	if (op->error) {
 		struct fi_cq_err_entry err = {
 			.op_context = op->context,
@@ -236,8 +275,8 @@ static void report_send(struct nrma_ep *ep, struct nrma_op *op)
 
 		if (ep->tx_cq)
 			nrma_cq_write_err(ep->tx_cq, &err);
-		if (ep->send_cntr)
-			nrma_cntr_inc_err(ep->send_cntr);
+		if (cntr)
+			nrma_cntr_inc_err(cntr);
 		return;
 	}
 	if (ep->tx_cq && (op->flags & FI_COMPLETION)) {
@@ -249,15 +288,15 @@ static void report_send(struct nrma_ep *ep, struct nrma_op *op)
 
 		nrma_cq_write(ep->tx_cq, &entry);
 	}
-	if (ep->send_cntr)
-		nrma_cntr_inc(ep->send_cntr);
+	if (cntr)
+		nrma_cntr_inc(cntr);
 }
 
 static void send_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	if (op->wc_pending || op->ack_pending)
 		return;
-	report_send(ep, op);
+	report_tx(ep, op);
 	ep->proto->sends--;
 	op_free(ep->proto, op);
 }
@@ -392,6 +431,7 @@ static int ack_post(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t token)
 	struct nrma_proto *m = ep->proto;
 	struct nrma_hdr *hdr;
 	struct nrma_sge sge;
+	struct nrma_wr wr;
 	struct nrma_op *op;
 	int ret;
 
@@ -406,13 +446,13 @@ static int ack_post(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t token)
 	hdr = nrma_bufpool_buf(&m->tx_bufs, op->buf);
 	*hdr = (struct nrma_hdr) { .op = NRMA_HDR_ACK, .token = token };
 	sge = tx_buf_sge(m, op, sizeof(*hdr));
-	ret = nrma_verbs_post_send(conn->qp, op_index(m, op), &sge, 1);
-	if (ret) {
+	wr = (struct nrma_wr) { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
+	ret = op_post(m, op, &wr, 1);
+	if (ret)
 		op_free(m, op);
-		return ret;
-	}
-	op->wc_pending = 1;
-	return 0;
+	else
+		m->acks++;
+	return ret;
 }
 
 /* Sends an ACK now, or later when buffers are back; never drops it. */
@@ -470,27 +510,45 @@ static void deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	rx_done(ep->proto, rx);
 }
 
-/* lkeys of a receive's iovs: its descriptors, or registrations of ours. */
+/*
+ * The registration the device uses for an application buffer: its
+ * descriptor's, if that allows the access (without FI_MR_LOCAL an
+ * application may pass any descriptor), else one the operation makes and
+ * holds until it completes.  The device may always read a write's source.
+ */
+static int op_buf_mr(struct nrma_ep *ep, struct nrma_op *op,
+		     struct nrma_mr *desc, const struct iovec *iov,
+		     uint64_t access, struct nrma_verbs_mr **vmr, uint64_t *key)
+{
+	uint64_t needed = access == FI_WRITE ? 0 : access;
+	int ret;
+
+	if (desc && (desc->access & needed) == needed) {
+		*vmr = desc->verbs;
+		*key = desc->mr_fid.key;
+		return 0;
+	}
+	ret = nrma_verbs_mr_reg(ep->domain->verbs, iov->iov_base, iov->iov_len,
+				access, &op->mr[op->mr_count], key);
+	if (ret)
+		return ret;
+	*vmr = op->mr[op->mr_count++];
+	return 0;
+}
+
+/* lkeys of a receive's iovs, which rendezvous reads write into. */
 static int rx_lkeys(struct nrma_ep *ep, struct nrma_op *op,
 		    const struct nrma_rx_entry *rx, uint32_t *lkey)
 {
 	for (size_t i = 0; i < rx->count; i++) {
-		struct nrma_mr *mr = rx->desc[i];
 		struct nrma_verbs_mr *vmr;
 		uint64_t key;
 		int ret;
 
-		if (mr) {
-			vmr = mr->verbs;
-		} else {
-			ret = nrma_verbs_mr_reg(ep->domain->verbs,
-						rx->iov[i].iov_base,
-						rx->iov[i].iov_len, FI_RECV,
-						&op->mr[op->mr_count], &key);
-			if (ret)
-				return ret;
-			vmr = op->mr[op->mr_count++];
-		}
+		ret = op_buf_mr(ep, op, rx->desc[i], &rx->iov[i], FI_RECV, &vmr,
+				&key);
+		if (ret)
+			return ret;
 		lkey[i] = nrma_verbs_mr_lkey(vmr);
 	}
 	return 0;
@@ -509,8 +567,6 @@ static int post_reads(struct nrma_ep *ep, struct nrma_op *op)
 	size_t idx[NRMA_IOV_LIMIT];
 	struct nrma_rx_entry *rx = op->rx;
 
-	if (op->conn->state != NRMA_CONN_CONNECTED)
-		return -FI_ECONNRESET;
 	while (op->seg_done < op->seg_count && op->left) {
 		const struct nrma_rndv_seg *seg = &op->seg[op->seg_done];
 		size_t take = seg->len < op->left ? seg->len : op->left;
@@ -524,13 +580,14 @@ static int post_reads(struct nrma_ep *ep, struct nrma_op *op)
 				.len = piece[j].iov_len,
 				.lkey = op->lkey[idx[j]],
 			};
-		ret = n ? nrma_verbs_post_read(op->conn->qp,
-					       op_index(ep->proto, op), sge, n,
-					       seg->addr, seg->rkey) :
-			  -FI_EINVAL;
+		struct nrma_wr wr = {
+			.op = NRMA_WR_READ, .sge = sge, .sge_count = n,
+			.raddr = seg->addr, .rkey = seg->rkey,
+		};
+
+		ret = n ? op_post(ep->proto, op, &wr, 1) : -FI_EINVAL;
 		if (ret)
 			return ret;
-		op->wc_pending++;
 		rx->reads++;
 		op->rx_offset += take;
 		op->left -= take;
@@ -726,6 +783,8 @@ static void on_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 	}
 	if (hdr->op == NRMA_HDR_ACK) {
 		op = op_by_token(m, hdr->token);
+		NRMA_DBG(FI_LOG_EP_DATA, "ACK for %s operation\n",
+			 op ? "a waiting" : "no");
 		rx_buf_release(ep, buf);
 		if (op) {
 			op->ack_pending = false;
@@ -734,6 +793,8 @@ static void on_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		return;
 	}
 	rx = match_posted(m, hdr);
+	NRMA_DBG(FI_LOG_EP_DATA, "message op %u len %" PRIu64 " flags 0x%x: %s\n",
+		 hdr->op, hdr->len, hdr->flags, rx ? "matched" : "unexpected");
 	if (!rx) {
 		hold_unexpected(ep, hdr, buf, len, conn);
 		srq_refill(ep);
@@ -745,15 +806,17 @@ static void on_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 
 /* Work completions */
 
+static void rma_finish(struct nrma_ep *ep, struct nrma_op *op);
+
 static void on_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 {
 	struct nrma_op *op = op_at(ep->proto, (uint32_t) wc->wr_id);
 
+	op->conn->sq_free++;
 	if (wc->status && !op->error) {
 		op->error = nrma_verbs_status_errno(wc->status);
 		op->prov_errno = wc->status;
-		if (op->conn)
-			nrma_conn_fail(op->conn, -op->error);
+		nrma_conn_fail(op->conn, -op->error);
 	}
 	op->wc_pending--;
 	switch (op->kind) {
@@ -768,6 +831,7 @@ static void on_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		send_finish(ep, op);
 		break;
 	case NRMA_OP_ACK:
+		ep->proto->acks--;
 		op_free(ep->proto, op);
 		break;
 	case NRMA_OP_READ:
@@ -775,11 +839,42 @@ static void on_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		if (!op->wc_pending && !op->queued)
 			read_finish(ep, op);
 		break;
+	case NRMA_OP_RMA:
+		rma_finish(ep, op);
+		break;
 	}
+}
+
+static void rma_finish(struct nrma_ep *ep, struct nrma_op *op)
+{
+	if (op->wc_pending)
+		return;
+	if (!op->error && op->buf >= 0 && (op->flags & FI_READ))
+		nrma_iov_scatter(op->iov, op->iov_count, 0,
+				 nrma_bufpool_buf(&ep->proto->tx_bufs, op->buf),
+				 op->len);
+	report_tx(ep, op);
+	ep->proto->sends--;
+	op_free(ep->proto, op);
+}
+
+/* An RDMA write with immediate data: the data is in place already. */
+static void on_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
+			  struct nrma_conn *conn)
+{
+	struct nrma_cq_entry entry = {
+		.comp = { .flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+			  .len = wc->len, .data = wc->imm },
+		.src_addr = source_of(ep, conn),
+	};
+
+	if (ep->rx_cq)
+		nrma_cq_write(ep->rx_cq, &entry);
 }
 
 static void on_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 {
+	struct nrma_conn *conn;
 	uint32_t buf;
 
 	if (!(wc->wr_id & NRMA_WR_RECV)) {
@@ -792,7 +887,15 @@ static void on_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		rx_buf_release(ep, buf);
 		return;
 	}
-	on_message(ep, buf, wc->len, nrma_conn_by_qp(ep, wc->qp_num));
+	conn = nrma_conn_by_qp(ep, wc->qp_num);
+	if (conn)
+		nrma_conn_heard(conn);
+	if (wc->op == NRMA_WC_RECV_IMM) {
+		rx_buf_release(ep, buf);
+		on_write_data(ep, wc, conn);
+		return;
+	}
+	on_message(ep, buf, wc->len, conn);
 }
 
 static size_t poll_budget(struct nrma_ep *ep)
@@ -820,6 +923,23 @@ int nrma_proto_progress(struct nrma_ep *ep)
 	reads_retry(ep);
 	acks_retry(ep);
 	return n > 0 ? n : 0;
+}
+
+/*
+ * ACKs we owe peers tell them their sends completed: before an endpoint
+ * closes, let them leave, for a bounded time.
+ */
+#define NRMA_LINGER_MS	1000
+
+void nrma_proto_linger(struct nrma_ep *ep)
+{
+	struct nrma_proto *m = ep->proto;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while ((m->acks || !nrma_dlist_empty(&m->pending_acks)) &&
+	       nrma_timeout_left(&start, NRMA_LINGER_MS))
+		nrma_proto_progress(ep);
 }
 
 /* Sends waiting for ACKs over a connection that failed will never get them. */
@@ -862,22 +982,15 @@ static int fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
 
 	hdr->op = NRMA_HDR_RNDV;
 	for (size_t i = 0; i < a->count; i++) {
-		struct nrma_mr *mr = a->desc ? a->desc[i] : NULL;
+		struct nrma_verbs_mr *vmr;
 		uint64_t key;
 
 		if (!a->iov[i].iov_len)
 			continue;	/* nothing to read, nothing to register */
-		if (mr && (mr->access & FI_REMOTE_READ)) {
-			key = mr->mr_fid.key;
-		} else {
-			ret = nrma_verbs_mr_reg(ep->domain->verbs,
-						a->iov[i].iov_base,
-						a->iov[i].iov_len, FI_REMOTE_READ,
-						&op->mr[op->mr_count], &key);
-			if (ret)
-				return ret;
-			op->mr_count++;
-		}
+		ret = op_buf_mr(ep, op, a->desc ? a->desc[i] : NULL, &a->iov[i],
+				FI_REMOTE_READ, &vmr, &key);
+		if (ret)
+			return ret;
 		seg[hdr->seg_count++] = (struct nrma_rndv_seg) {
 			.addr = (uintptr_t) a->iov[i].iov_base,
 			.len = a->iov[i].iov_len,
@@ -902,6 +1015,7 @@ static ssize_t post_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_proto *m = ep->proto;
 	struct nrma_hdr *hdr;
 	struct nrma_sge sge;
+	struct nrma_wr wr;
 	struct nrma_op *op;
 	int len;
 
@@ -930,15 +1044,35 @@ static ssize_t post_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	}
 	len = msg_len <= m->eager_size ? (int) fill_eager(op, hdr, a) :
 					 fill_rndv(ep, op, hdr, a);
-	sge = tx_buf_sge(m, op, len);
-	if (len < 0 ||
-	    (len = nrma_verbs_post_send(conn->qp, op_index(m, op), &sge, 1))) {
+	if (len < 0) {
 		op_free(m, op);
 		return len;
 	}
-	op->wc_pending = 1;
+	sge = tx_buf_sge(m, op, len);
+	wr = (struct nrma_wr) { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
+	len = op_post(m, op, &wr, 1);
+	if (len) {
+		op_free(m, op);
+		return len;
+	}
 	m->sends++;
 	return 0;
+}
+
+/* The connection to dest, once it is up.  Called with ep->lock held. */
+static int ep_connection(struct nrma_ep *ep, fi_addr_t dest,
+			 struct nrma_conn **conn)
+{
+	int ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	ret = nrma_conn_get(ep, dest, conn);
+	if (ret == -FI_EAGAIN) {
+		nrma_cm_progress(ep);
+		ret = nrma_conn_get(ep, dest, conn);
+	}
+	return ret;
 }
 
 ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *a)
@@ -955,21 +1089,161 @@ ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 	    ((a->flags & FI_INJECT) && len > info->tx_attr->inject_size))
 		return -FI_EINVAL;
 	pthread_mutex_lock(&ep->lock);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	ret = nrma_conn_get(ep, a->dest, &conn);
-	if (ret == -FI_EAGAIN) {
-		nrma_cm_progress(ep);
-		ret = nrma_conn_get(ep, a->dest, &conn);
-	}
+	ret = ep_connection(ep, a->dest, &conn);
 	if (!ret) {
 		ret = post_send(ep, conn, a, len);
 		if (ret == -FI_EAGAIN)
 			nrma_proto_progress(ep);
 	}
-out:
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+/* RMA */
+
+/* Where the data comes from or lands: a bounce buffer, or the iovs. */
+static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
+		     const struct nrma_rma_args *a, struct nrma_sge *sge)
+{
+	struct nrma_proto *m = ep->proto;
+	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
+	size_t n = 0;
+
+	if (op->len <= m->eager_size) {
+		op->buf = nrma_bufpool_get(&m->tx_bufs);
+		if (op->buf < 0)
+			return -FI_EAGAIN;
+		if (access == FI_WRITE)
+			nrma_iov_gather(nrma_bufpool_buf(&m->tx_bufs, op->buf),
+					a->iov, a->count, 0, op->len);
+		memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
+		op->iov_count = a->count;
+		sge[0] = tx_buf_sge(m, op, op->len);
+		return 1;
+	}
+	for (size_t i = 0; i < a->count; i++) {
+		struct nrma_verbs_mr *vmr;
+		uint64_t key;
+		int ret;
+
+		if (!a->iov[i].iov_len)
+			continue;
+		ret = op_buf_mr(ep, op, a->desc ? a->desc[i] : NULL, &a->iov[i],
+				access, &vmr, &key);
+		if (ret)
+			return ret;
+		sge[n++] = (struct nrma_sge) {
+			.addr = (uintptr_t) a->iov[i].iov_base,
+			.len = a->iov[i].iov_len,
+			.lkey = nrma_verbs_mr_lkey(vmr),
+		};
+	}
+	return n;
+}
+
+/*
+ * Bumps a notification word at the peer.  It follows its data operation
+ * on the same queue pair: RC executes a write before it, but a read only
+ * once fenced.
+ */
+static struct nrma_wr notify_wr(const struct nrma_conn *conn, uint16_t slot,
+				const struct nrma_sge *scratch, bool after_read)
+{
+	return (struct nrma_wr) {
+		.op = NRMA_WR_FETCH_ADD,
+		.sge = scratch,
+		.sge_count = 1,
+		.raddr = conn->notify_addr + slot * sizeof(uint64_t),
+		.rkey = conn->notify_rkey,
+		.add = 1,
+		.fence = after_read || nrma_params.notify_fence_always,
+	};
+}
+
+static size_t rma_wrs(const struct nrma_op *op,
+		      const struct nrma_rma_args *a, const struct nrma_sge *sge,
+		      size_t sge_count, const struct nrma_sge *scratch,
+		      struct nrma_wr *wr)
+{
+	bool read = a->flags & FI_READ;
+	uint16_t write_slot, read_slot, mr_slot, ep_slot;
+	uint32_t rkey;
+	size_t n = 0;
+
+	nrma_notify_key_decode(a->key, &rkey, &write_slot, &read_slot);
+	mr_slot = read ? read_slot : write_slot;
+	ep_slot = read ? op->conn->read_slot : op->conn->write_slot;
+	wr[n++] = (struct nrma_wr) {
+		.op = read ? NRMA_WR_READ : a->flags & FI_REMOTE_CQ_DATA ?
+			NRMA_WR_WRITE_IMM : NRMA_WR_WRITE,
+		.sge = sge, .sge_count = sge_count,
+		.raddr = a->addr, .rkey = rkey, .imm = (uint32_t) a->data,
+		.fence = a->flags & FI_FENCE,
+	};
+	if (ep_slot)
+		wr[n++] = notify_wr(op->conn, ep_slot, scratch, read);
+	if (mr_slot && mr_slot != ep_slot)
+		wr[n++] = notify_wr(op->conn, mr_slot, scratch, read);
+	/* A zero-byte read returns only once the write before it is placed. */
+	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
+		wr[n++] = (struct nrma_wr) { .op = NRMA_WR_READ,
+					     .raddr = a->addr, .rkey = rkey };
+	return n;
+}
+
+static ssize_t post_rma(struct nrma_ep *ep, struct nrma_conn *conn,
+			const struct nrma_rma_args *a, size_t len)
+{
+	struct nrma_proto *m = ep->proto;
+	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = {
+		.addr = (uintptr_t) m->scratch, .len = sizeof(*m->scratch),
+		.lkey = nrma_verbs_mr_lkey(m->scratch_mr),
+	};
+	struct nrma_wr wr[3];
+	struct nrma_op *op;
+	int n;
+
+	if (m->sends == m->sends_max)
+		return -FI_EAGAIN;
+	op = op_alloc(m, NRMA_OP_RMA, conn);
+	if (!op)
+		return -FI_EAGAIN;
+	op->context = a->context;
+	op->len = len;
+	op->flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
+		    tx_comp_flags(ep, a->flags);
+	n = rma_local(ep, op, a, sge);
+	if (n >= 0)
+		n = op_post(m, op, wr, rma_wrs(op, a, sge, n, &scratch, wr));
+	if (n) {
+		op_free(m, op);
+		return n;
+	}
+	m->sends++;
+	return 0;
+}
+
+ssize_t nrma_proto_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
+{
+	const struct fi_info *info = ep->info;
+	struct nrma_conn *conn;
+	size_t len;
+	ssize_t ret;
+
+	if (a->count > info->tx_attr->iov_limit || (a->count && !a->iov))
+		return -FI_EINVAL;
+	len = nrma_iov_len(a->iov, a->count);
+	if (len != a->len || len > info->ep_attr->max_msg_size ||
+	    ((a->flags & FI_INJECT) && (len > info->tx_attr->inject_size ||
+					(a->flags & FI_READ))))
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->lock);
+	ret = ep_connection(ep, a->dest, &conn);
+	if (!ret) {
+		ret = post_rma(ep, conn, a, len);
+		if (ret == -FI_EAGAIN)
+			nrma_proto_progress(ep);
+	}
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
 }
@@ -1112,6 +1386,18 @@ static int register_pool(struct nrma_ep *ep, struct nrma_bufpool *pool,
 	return ret;
 }
 
+static int scratch_init(struct nrma_ep *ep, struct nrma_proto *m)
+{
+	uint64_t key;
+
+	m->scratch = calloc(1, sizeof(*m->scratch));
+	if (!m->scratch)
+		return -FI_ENOMEM;
+	return nrma_verbs_mr_reg(ep->domain->verbs, m->scratch,
+				 sizeof(*m->scratch), FI_RECV, &m->scratch_mr,
+				 &key);
+}
+
 static int msg_pools_init(struct nrma_ep *ep, struct nrma_proto *m)
 {
 	size_t tx = ep->info->tx_attr->size, rx = ep->info->rx_attr->size;
@@ -1126,8 +1412,9 @@ static int msg_pools_init(struct nrma_ep *ep, struct nrma_proto *m)
 		       sizeof(struct nrma_rndv_seg) * NRMA_IOV_LIMIT);
 	m->sends_max = tx;
 	m->srq_target = rx;
-	ret = register_pool(ep, &m->tx_bufs, tx + rx, m->buf_size, FI_SEND,
-			    &m->tx_mr);
+	/* Small RMA reads land in bounce buffers too: FI_RECV for local write. */
+	ret = register_pool(ep, &m->tx_bufs, tx + rx, m->buf_size,
+			    FI_SEND | FI_RECV, &m->tx_mr);
 	if (ret)
 		return ret;
 	ret = register_pool(ep, &m->rx_bufs, rx_bufs, m->buf_size, FI_RECV,
@@ -1141,6 +1428,8 @@ static int msg_pools_init(struct nrma_ep *ep, struct nrma_proto *m)
 	if (!ret)
 		ret = nrma_bufpool_init(&m->unexp_entries, rx_bufs,
 					sizeof(struct nrma_unexp));
+	if (!ret)
+		ret = scratch_init(ep, m);
 	return ret;
 }
 
@@ -1192,6 +1481,9 @@ void nrma_proto_close(struct nrma_ep *ep)
 		nrma_verbs_mr_dereg(m->tx_mr);
 	if (m->rx_mr)
 		nrma_verbs_mr_dereg(m->rx_mr);
+	if (m->scratch_mr)
+		nrma_verbs_mr_dereg(m->scratch_mr);
+	free(m->scratch);
 	nrma_bufpool_fini(&m->tx_bufs);
 	nrma_bufpool_fini(&m->rx_bufs);
 	nrma_bufpool_fini(&m->ops);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <infiniband/verbs.h>
+#include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
 #include "nrma.h"
@@ -261,6 +262,8 @@ uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr)
 	return vmr->mr->lkey;
 }
 
+#define NRMA_MAX_SGE	NRMA_IOV_LIMIT
+
 struct nrma_verbs_ep {
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *cq;
@@ -331,15 +334,16 @@ void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *ve)
 		ibv_ack_cq_events(cq, 1);
 }
 
-static enum nrma_wc_op wc_op(enum ibv_wc_opcode opcode)
+static enum nrma_wc_op wc_op(const struct ibv_wc *wc)
 {
-	switch (opcode) {
-	case IBV_WC_SEND:
-		return NRMA_WC_SEND;
+	/* opcode is undefined in error completions */
+	if (wc->status)
+		return NRMA_WC_OTHER;
+	switch (wc->opcode) {
 	case IBV_WC_RECV:
 		return NRMA_WC_RECV;
-	case IBV_WC_RDMA_READ:
-		return NRMA_WC_READ;
+	case IBV_WC_RECV_RDMA_WITH_IMM:
+		return NRMA_WC_RECV_IMM;
 	default:
 		return NRMA_WC_OTHER;
 	}
@@ -357,11 +361,10 @@ int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
 		wc[i] = (struct nrma_wc) {
 			.wr_id = ibv_wc[i].wr_id,
 			.status = ibv_wc[i].status,
-			/* opcode is undefined in error completions */
-			.op = ibv_wc[i].status ? NRMA_WC_OTHER :
-					      wc_op(ibv_wc[i].opcode),
+			.op = wc_op(&ibv_wc[i]),
 			.len = ibv_wc[i].byte_len,
 			.qp_num = ibv_wc[i].qp_num,
+			.imm = ntohl(ibv_wc[i].imm_data),
 		};
 	}
 	return n < 0 ? -FI_EIO : n;
@@ -400,36 +403,49 @@ static int post_result(int ret)
 	return ret == ENOMEM ? -FI_EAGAIN : -ret;
 }
 
-int nrma_verbs_post_send(struct ibv_qp *qp, uint64_t wr_id,
-			 const struct nrma_sge *sge, size_t count)
-{
-	struct ibv_sge ibv_sge[count];
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = ibv_sge,
-		.num_sge = count,
-		.opcode = IBV_WR_SEND,
-	}, *bad;
+static const enum ibv_wr_opcode wr_opcode[] = {
+	[NRMA_WR_SEND] = IBV_WR_SEND,
+	[NRMA_WR_WRITE] = IBV_WR_RDMA_WRITE,
+	[NRMA_WR_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+	[NRMA_WR_READ] = IBV_WR_RDMA_READ,
+	[NRMA_WR_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+};
 
-	fill_sges(ibv_sge, sge, count);
-	return post_result(ibv_post_send(qp, &wr, &bad));
+static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
+		     const struct nrma_wr *wr)
+{
+	fill_sges(ibv_sge, wr->sge, wr->sge_count);
+	*ibv_wr = (struct ibv_send_wr) {
+		.wr_id = wr->wr_id,
+		.sg_list = ibv_sge,
+		.num_sge = wr->sge_count,
+		.opcode = wr_opcode[wr->op],
+		.send_flags = wr->fence ? IBV_SEND_FENCE : 0,
+	};
+	if (wr->op == NRMA_WR_FETCH_ADD) {
+		ibv_wr->wr.atomic.remote_addr = wr->raddr;
+		ibv_wr->wr.atomic.rkey = wr->rkey;
+		ibv_wr->wr.atomic.compare_add = wr->add;
+	} else {
+		ibv_wr->wr.rdma.remote_addr = wr->raddr;
+		ibv_wr->wr.rdma.rkey = wr->rkey;
+	}
+	if (wr->op == NRMA_WR_WRITE_IMM)
+		ibv_wr->imm_data = htonl(wr->imm);
 }
 
-int nrma_verbs_post_read(struct ibv_qp *qp, uint64_t wr_id,
-			 const struct nrma_sge *sge, size_t count,
-			 uint64_t raddr, uint32_t rkey)
+int nrma_verbs_post(struct ibv_qp *qp, const struct nrma_wr *wr, size_t count)
 {
-	struct ibv_sge ibv_sge[count];
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = ibv_sge,
-		.num_sge = count,
-		.opcode = IBV_WR_RDMA_READ,
-		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
-	}, *bad;
+	struct ibv_send_wr ibv_wr[count], *bad;
+	struct ibv_sge ibv_sge[count][NRMA_MAX_SGE];
 
-	fill_sges(ibv_sge, sge, count);
-	return post_result(ibv_post_send(qp, &wr, &bad));
+	for (size_t i = 0; i < count; i++) {
+		if (wr[i].sge_count > NRMA_MAX_SGE)
+			return -FI_EINVAL;
+		build_wr(&ibv_wr[i], ibv_sge[i], &wr[i]);
+		ibv_wr[i].next = i + 1 < count ? &ibv_wr[i + 1] : NULL;
+	}
+	return post_result(ibv_post_send(qp, ibv_wr, &bad));
 }
 
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *ve, uint64_t wr_id,

@@ -46,10 +46,9 @@ int nrma_verbs_ep_arm(struct nrma_verbs_ep *vep);
 void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *vep);
 
 enum nrma_wc_op {
-	NRMA_WC_SEND,
-	NRMA_WC_RECV,
-	NRMA_WC_READ,
-	NRMA_WC_OTHER,
+	NRMA_WC_RECV,		/* a message into a receive buffer */
+	NRMA_WC_RECV_IMM,	/* an RDMA write with immediate data */
+	NRMA_WC_OTHER,		/* anything we initiated */
 };
 
 /* A work completion, stripped of verbs types. */
@@ -59,6 +58,7 @@ struct nrma_wc {
 	enum nrma_wc_op op;
 	uint32_t len;
 	uint32_t qp_num;
+	uint32_t imm;
 };
 
 int nrma_verbs_poll(struct nrma_verbs_ep *vep, struct nrma_wc *wc, int count);
@@ -72,11 +72,33 @@ struct nrma_sge {
 /* RC queue pair on a connecting or accepted rdmacm id, on the SRQ. */
 int nrma_verbs_qp_create(struct nrma_verbs_ep *vep, struct nrma_verbs_domain *vdom,
 			 struct rdma_cm_id *id, size_t sq_depth, size_t max_sge);
-int nrma_verbs_post_send(struct ibv_qp *qp, uint64_t wr_id,
-			 const struct nrma_sge *sge, size_t count);
-int nrma_verbs_post_read(struct ibv_qp *qp, uint64_t wr_id,
-			 const struct nrma_sge *sge, size_t count,
-			 uint64_t raddr, uint32_t rkey);
+enum nrma_wr_op {
+	NRMA_WR_SEND,
+	NRMA_WR_WRITE,
+	NRMA_WR_WRITE_IMM,
+	NRMA_WR_READ,
+	NRMA_WR_FETCH_ADD,	/* 64-bit, at raddr; fetches into sge[0] */
+};
+
+/* A work request, stripped of verbs types.  Every one is signalled. */
+struct nrma_wr {
+	enum nrma_wr_op op;
+	uint64_t wr_id;
+	const struct nrma_sge *sge;
+	size_t sge_count;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t imm;
+	uint64_t add;
+	/* Wait for earlier reads and atomics on the queue pair. */
+	bool fence;
+};
+
+/*
+ * Posts count work requests in order.  Callers keep the send queue from
+ * overflowing, so an error means a broken queue pair.
+ */
+int nrma_verbs_post(struct ibv_qp *qp, const struct nrma_wr *wr, size_t count);
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
 			     const struct nrma_sge *sge);
 

@@ -91,6 +91,9 @@ static inline struct fi_info *itest_hints(void)
 	hints->fabric_attr->prov_name = strdup("nrma");
 	CHECK(hints->fabric_attr->prov_name != NULL);
 	hints->ep_attr->type = FI_EP_RDM;
+	/* What RMA targets need; with mr_mode 0 the provider offers no RMA. */
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
 	return hints;
 }
 

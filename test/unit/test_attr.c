@@ -20,17 +20,36 @@
 #define V_CUR		FI_VERSION(1, 17)
 
 /*
- * Capabilities.  The expectations are written in terms of what the hints
- * ask for and what nrma_info_alloc offers, so that a new capability (such
- * as FI_TAGGED) joining the offer does not break them.
+ * Capabilities.  The offer is spelled out bit for bit: a capability that
+ * joins or leaves it is a change these tests should notice.
  */
 #define DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-/* Two-sided messaging: offered from now on. */
+/* Two-sided messaging, untagged and tagged. */
 #define MSG_TX_CAPS	(FI_MSG | FI_SEND)
 #define MSG_RX_CAPS	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV)
-/* Nothing here does one-sided, atomic, device-memory or collective work. */
-#define NEVER_OFFERED	(FI_RMA | FI_ATOMIC | FI_HMEM | FI_COLLECTIVE | \
-			 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* One-sided: what goes when the application's mr_mode rules RMA out. */
+#define RMA_TX_CAPS	(FI_RMA | FI_READ | FI_WRITE | FI_FENCE)
+#define RMA_RX_CAPS	(FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE | \
+			 FI_RMA_EVENT)
+#define RMA_CAPS	(RMA_TX_CAPS | RMA_RX_CAPS)
+/* Caps that make the endpoint an RMA target: they need BASIC_MAP. */
+#define RMA_TARGET_CAPS	(FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define TX_OFFER	(MSG_TX_CAPS | FI_TAGGED | RMA_TX_CAPS)
+#define RX_OFFER	(MSG_RX_CAPS | FI_TAGGED | RMA_RX_CAPS)
+#define FULL_OFFER	(DOMAIN_CAPS | TX_OFFER | RX_OFFER)
+/* What an application that cannot do our mr_mode still gets. */
+#define NO_RMA_OFFER	(FULL_OFFER & ~(uint64_t) RMA_CAPS)
+/* Nothing here does atomic, device-memory, collective or triggered work. */
+#define NEVER_OFFERED	(FI_ATOMIC | FI_HMEM | FI_COLLECTIVE | \
+			 FI_DIRECTED_RECV | FI_TRIGGER | FI_NAMED_RX_CTX | \
+			 FI_MULTICAST | FI_RMA_PMEM | FI_VARIABLE_MSG | \
+			 FI_SOURCE_ERR | FI_SHARED_AV)
+
+/* Memory registration: virtual addresses, allocated memory, provider keys. */
+#define BASIC_MAP	(FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+/* Ordering RC gives at the target. */
+#define MSG_ORDER	(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | \
+			 FI_ORDER_SAW)
 
 /* fi_getinfo(3): primary capabilities must be asked for to be granted. */
 #define PRIMARY_CAPS	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | \
@@ -150,8 +169,9 @@ static struct offer offered(void)
 
 /*
  * The caps of a returned info hang together: the contexts' caps are
- * subsets of the endpoint's and of what applies to each context, and
- * nothing never offered shows up anywhere.
+ * subsets of the endpoint's and of what applies to each context, nothing
+ * never offered shows up anywhere, and RMA target caps come only with an
+ * mr_mode that registers memory the way the provider does.
  */
 static void assert_caps_consistent(const struct fi_info *info)
 {
@@ -163,6 +183,11 @@ static void assert_caps_consistent(const struct fi_info *info)
 	assert_bits_clear(info->caps | info->tx_attr->caps |
 			  info->rx_attr->caps | info->domain_attr->caps,
 			  NEVER_OFFERED);
+	if ((info->caps | info->tx_attr->caps | info->rx_attr->caps) &
+	    RMA_TARGET_CAPS)
+		assert_true(info->domain_attr->mr_mode == FI_MR_BASIC ||
+			    (info->domain_attr->mr_mode & BASIC_MAP) ==
+			    BASIC_MAP);
 }
 
 /* nrma_info_alloc */
@@ -173,19 +198,29 @@ static void test_alloc_caps(void **state)
 
 	(void) state;
 	assert_non_null(info);
-	/* Messaging, both ways, with its secondary capabilities. */
-	assert_bits_set(info->caps, DOMAIN_CAPS | MSG_TX_CAPS | MSG_RX_CAPS);
-	assert_bits_set(info->tx_attr->caps, MSG_TX_CAPS);
-	assert_bits_set(info->rx_attr->caps, MSG_RX_CAPS);
+	/* Messaging and RMA, both ways, with their secondary capabilities. */
+	assert_int_equal(info->tx_attr->caps,
+			 FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ |
+			 FI_WRITE | FI_FENCE);
+	assert_int_equal(info->rx_attr->caps,
+			 FI_MSG | FI_TAGGED | FI_RMA | FI_RECV |
+			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT |
+			 FI_SOURCE | FI_MULTI_RECV);
+	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
+	assert_int_equal(info->tx_attr->caps, TX_OFFER);
+	assert_int_equal(info->rx_attr->caps, RX_OFFER);
 	/* Receive-side bits stay off the transmit context and vice versa. */
 	assert_bits_clear(info->tx_attr->caps,
-			  FI_RECV | FI_SOURCE | FI_MULTI_RECV);
-	assert_bits_clear(info->rx_attr->caps, FI_SEND);
+			  FI_RECV | FI_SOURCE | FI_MULTI_RECV |
+			  FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT);
+	assert_bits_clear(info->rx_attr->caps,
+			  FI_SEND | FI_READ | FI_WRITE | FI_FENCE);
 	/* The endpoint offers exactly what its parts offer. */
 	assert_int_equal(info->caps, info->tx_attr->caps |
 				     info->rx_attr->caps |
 				     info->domain_attr->caps);
-	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
+	assert_int_equal(info->caps, FULL_OFFER);
+	assert_bits_clear(info->caps, NEVER_OFFERED);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 }
@@ -204,6 +239,11 @@ static void test_alloc_fields(void **state)
 
 	assert_int_equal(info->ep_attr->type, FI_EP_RDM);
 	assert_int_equal(info->ep_attr->max_msg_size, 8 * MiB);
+	/* RC orders reads and writes after writes for a whole message... */
+	assert_int_equal(info->ep_attr->max_order_raw_size, 8 * MiB);
+	assert_int_equal(info->ep_attr->max_order_waw_size, 8 * MiB);
+	/* ...but not a write after a read. */
+	assert_int_equal(info->ep_attr->max_order_war_size, 0);
 	assert_int_equal(info->ep_attr->tx_ctx_cnt, 1);
 	assert_int_equal(info->ep_attr->rx_ctx_cnt, 1);
 
@@ -216,14 +256,20 @@ static void test_alloc_fields(void **state)
 	/* Messages up to the eager size are copied: those can be injected. */
 	assert_int_equal(info->tx_attr->inject_size, nrma_params.eager_size);
 	assert_int_equal(info->tx_attr->inject_size, 8192);
-	/* RC delivers in order and receives match in arrival order. */
-	assert_int_equal(info->tx_attr->msg_order, FI_ORDER_SAS);
+	/*
+	 * RC executes an endpoint's requests in order at the target, and
+	 * receives match in arrival order.
+	 */
+	assert_int_equal(info->tx_attr->msg_order,
+			 FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW |
+			 FI_ORDER_SAW);
+	assert_int_equal(info->tx_attr->msg_order, MSG_ORDER);
 	assert_int_equal(info->tx_attr->comp_order, FI_ORDER_NONE);
 	assert_int_equal(info->tx_attr->op_flags, 0);
 	assert_int_equal(info->rx_attr->size, nrma_params.rx_size);
 	assert_int_equal(info->rx_attr->size, 512);
 	assert_int_equal(info->rx_attr->iov_limit, NRMA_IOV_LIMIT);
-	assert_int_equal(info->rx_attr->msg_order, FI_ORDER_SAS);
+	assert_int_equal(info->rx_attr->msg_order, MSG_ORDER);
 	assert_int_equal(info->rx_attr->comp_order, FI_ORDER_NONE);
 	assert_int_equal(info->rx_attr->op_flags, 0);
 
@@ -234,8 +280,9 @@ static void test_alloc_fields(void **state)
 			 FI_PROGRESS_MANUAL);
 	assert_int_equal(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
 	assert_int_equal(info->domain_attr->av_type, FI_AV_UNSPEC);
-	/* No RMA target caps, so nothing is asked of the application. */
-	assert_int_equal(info->domain_attr->mr_mode, 0);
+	/* RMA targets need memory registered the way verbs does it. */
+	assert_int_equal(info->domain_attr->mr_mode,
+			 FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 	assert_int_equal(info->domain_attr->mr_key_size, 8);
 	assert_int_equal(info->domain_attr->cq_data_size, 4);
 	assert_int_equal(info->domain_attr->cq_cnt, 1048576);
@@ -362,37 +409,73 @@ static void test_fabric_name_too_small(void **state)
 
 static void test_no_hints(void **state)
 {
+	static const uint32_t old[] = { FI_VERSION(1, 0), FI_VERSION(1, 4) };
 	struct fi_info *info = NULL;
 
 	(void) state;
 	assert_int_equal(match(V_CUR, NULL, &info), 0);
 	assert_non_null(info);
 	assert_int_equal(info->fabric_attr->api_version, V_CUR);
-	assert_int_equal(info->domain_attr->mr_mode, 0);
+	/* Everything on offer, and the mr_mode that RMA needs. */
+	assert_int_equal(info->caps, FULL_OFFER);
+	assert_int_equal(info->tx_attr->caps, TX_OFFER);
+	assert_int_equal(info->rx_attr->caps, RX_OFFER);
+	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
 	assert_int_equal(info->tx_attr->size, 256);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+
+	info = NULL;
+	assert_int_equal(match(V(1, 5), NULL, &info), 0);
+	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
 	fi_freeinfo(info);
 
 	/* Pre-1.5 applications read mr_mode as an enum. */
-	assert_int_equal(match(V(1, 0), NULL, &info), 0);
-	assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
-	fi_freeinfo(info);
+	for (size_t i = 0; i < sizeof(old) / sizeof(*old); i++) {
+		info = NULL;
+		assert_int_equal(match(old[i], NULL, &info), 0);
+		assert_int_equal(info->fabric_attr->api_version, old[i]);
+		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+		assert_int_equal(info->caps, FULL_OFFER);
+		fi_freeinfo(info);
+	}
 }
 
+/*
+ * Empty hints have mr_mode 0 (FI_MR_UNSPEC): from API 1.5 on that is an
+ * application supporting no mr_mode bits, which cannot be an RMA target.
+ * Having asked for no caps in particular, it gets messaging without RMA.
+ */
 static void test_empty_hints(void **state)
 {
 	struct fi_info *hints = hints_alloc(), *info = NULL;
 
 	(void) state;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	/* No caps asked for: everything on offer comes back. */
-	assert_int_equal(info->caps, offered().caps);
-	assert_int_equal(info->tx_attr->caps, offered().tx_caps);
-	assert_int_equal(info->rx_attr->caps, offered().rx_caps);
+	assert_int_equal(info->caps, NO_RMA_OFFER);
+	assert_int_equal(info->caps, DOMAIN_CAPS | MSG_TX_CAPS | MSG_RX_CAPS |
+				     FI_TAGGED);
+	assert_int_equal(info->tx_attr->caps, TX_OFFER & ~(uint64_t) RMA_CAPS);
+	assert_int_equal(info->rx_attr->caps, RX_OFFER & ~(uint64_t) RMA_CAPS);
+	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
+	assert_int_equal(info->domain_attr->mr_mode, 0);
 	assert_caps_consistent(info);
 	assert_int_equal(info->ep_attr->type, FI_EP_RDM);
 	assert_int_equal(info->domain_attr->threading, FI_THREAD_SAFE);
 	assert_int_equal(info->tx_attr->size, 256);
 	assert_int_equal(info->rx_attr->size, 512);
+	fi_freeinfo(info);
+
+	/* With the provider's mr_mode, everything on offer comes back. */
+	info = NULL;
+	hints->domain_attr->mr_mode = BASIC_MAP;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->caps, offered().caps);
+	assert_int_equal(info->caps, FULL_OFFER);
+	assert_int_equal(info->tx_attr->caps, offered().tx_caps);
+	assert_int_equal(info->rx_attr->caps, offered().rx_caps);
+	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+	assert_caps_consistent(info);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
@@ -414,37 +497,63 @@ static void test_ep_type(void **state)
 }
 
 /*
- * Asks for caps alone and checks the answer: granted, at least what was
- * asked, nothing beyond the offer, and no primary capability that was
- * not asked for (fi_getinfo(3)).  The domain capabilities always come.
+ * Asks for caps (with an mr_mode) and checks the answer: granted, at least
+ * what was asked, nothing beyond the offer, and no primary capability that
+ * was not asked for (fi_getinfo(3)).  The domain capabilities always come.
+ * The mr_mode returned is what the granted caps need: BASIC_MAP for an
+ * RMA target, nothing otherwise.
  */
-static void assert_caps_granted(uint64_t caps)
+static void assert_caps_granted_mr(uint64_t caps, int mr_mode)
 {
 	struct fi_info *hints = hints_alloc(), *info = NULL;
 	struct offer offer = offered();
 
 	hints->caps = caps;
+	hints->domain_attr->mr_mode = mr_mode;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
 	assert_bits_set(info->caps, caps | DOMAIN_CAPS);
 	assert_bits_clear(info->caps, ~offer.caps);
 	assert_int_equal(info->caps & PRIMARY_CAPS, caps & PRIMARY_CAPS);
+	assert_int_equal(info->domain_attr->mr_mode,
+			 (caps & RMA_TARGET_CAPS) ? BASIC_MAP : 0);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
 
+static void assert_caps_granted(uint64_t caps)
+{
+	assert_caps_granted_mr(caps, BASIC_MAP);
+	/* An application that supports more than BASIC_MAP is fine too. */
+	assert_caps_granted_mr(caps, BASIC_MAP | FI_MR_LOCAL | FI_MR_ENDPOINT);
+	/* Without RMA target caps, the application's mr_mode is no matter. */
+	if (!(caps & RMA_TARGET_CAPS)) {
+		assert_caps_granted_mr(caps, 0);
+		assert_caps_granted_mr(caps, FI_MR_LOCAL);
+	}
+}
+
 static void test_caps_offered(void **state)
 {
 	static const uint64_t wanted[] = {
-		FI_MSG, FI_SEND, FI_RECV, FI_SOURCE, FI_MULTI_RECV,
+		FI_MSG, FI_TAGGED, FI_SEND, FI_RECV, FI_SOURCE, FI_MULTI_RECV,
 		FI_LOCAL_COMM, FI_REMOTE_COMM, DOMAIN_CAPS,
 		FI_MSG | FI_SEND, FI_MSG | FI_RECV, FI_MSG | FI_LOCAL_COMM,
 		FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV,
+		FI_MSG | FI_TAGGED, FI_TAGGED | FI_SEND | FI_RECV,
 		MSG_TX_CAPS | MSG_RX_CAPS | DOMAIN_CAPS,
+		FI_RMA, FI_RMA | FI_READ, FI_RMA | FI_WRITE,
+		FI_RMA | FI_REMOTE_READ, FI_RMA | FI_REMOTE_WRITE,
+		FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
+		FI_RMA | FI_RMA_EVENT, FI_RMA | FI_FENCE,
+		FI_MSG | FI_RMA, FI_MSG | FI_TAGGED | FI_RMA,
+		RMA_TX_CAPS, RMA_RX_CAPS, RMA_CAPS | DOMAIN_CAPS,
+		FULL_OFFER,
 	};
 	struct offer offer = offered();
 
 	(void) state;
+	assert_int_equal(offer.caps, FULL_OFFER);
 	for (size_t i = 0; i < sizeof(wanted) / sizeof(*wanted); i++)
 		assert_caps_granted(wanted[i]);
 	/* Whatever else is on offer can be asked for too, bit by bit... */
@@ -464,17 +573,48 @@ static void test_caps_narrowed(void **state)
 	hints->caps = FI_MSG | FI_SEND;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
 	assert_int_equal(info->caps & PRIMARY_CAPS, FI_MSG);
-	assert_bits_set(info->tx_attr->caps, FI_MSG | FI_SEND);
+	assert_int_equal(info->caps, FI_MSG | FI_SEND | DOMAIN_CAPS);
+	assert_int_equal(info->tx_attr->caps, FI_MSG | FI_SEND);
 	/* The receive side keeps FI_MSG: its context caps are trimmed too. */
-	assert_bits_clear(info->rx_attr->caps, PRIMARY_CAPS & ~FI_MSG);
+	assert_int_equal(info->rx_attr->caps, FI_MSG);
+	/* No RMA target caps, so nothing is asked of the application. */
+	assert_int_equal(info->domain_attr->mr_mode, 0);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+
+	/* RMA alone: no messaging comes with it. */
+	info = NULL;
+	hints->caps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+	hints->domain_attr->mr_mode = BASIC_MAP;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->caps & PRIMARY_CAPS, FI_RMA);
+	assert_int_equal(info->caps,
+			 FI_RMA | FI_WRITE | FI_REMOTE_WRITE | DOMAIN_CAPS);
+	assert_int_equal(info->tx_attr->caps, FI_RMA | FI_WRITE);
+	assert_int_equal(info->rx_attr->caps, FI_RMA | FI_REMOTE_WRITE);
+	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+
+	/* Messaging alone, from an application that could do RMA. */
+	info = NULL;
+	hints->caps = FI_TAGGED;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->caps, FI_TAGGED | DOMAIN_CAPS);
+	assert_int_equal(info->tx_attr->caps, FI_TAGGED);
+	assert_int_equal(info->rx_attr->caps, FI_TAGGED);
+	assert_int_equal(info->domain_attr->mr_mode, 0);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 
 	/* Only domain capabilities: no operations come with them. */
 	info = NULL;
 	hints->caps = FI_LOCAL_COMM;
+	hints->domain_attr->mr_mode = 0;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
 	assert_int_equal(info->caps, DOMAIN_CAPS);
+	assert_int_equal(info->tx_attr->caps, 0);
+	assert_int_equal(info->rx_attr->caps, 0);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
@@ -483,15 +623,18 @@ static void test_caps_narrowed(void **state)
 static void test_caps_not_offered(void **state)
 {
 	static const uint64_t never[] = {
-		FI_RMA, FI_ATOMIC, FI_HMEM, FI_COLLECTIVE,
-		FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
-		FI_RMA | FI_READ | FI_WRITE,
+		FI_ATOMIC, FI_HMEM, FI_COLLECTIVE, FI_DIRECTED_RECV,
+		FI_TRIGGER, FI_NAMED_RX_CTX, FI_MULTICAST, FI_RMA_PMEM,
+		FI_VARIABLE_MSG, FI_SOURCE_ERR, FI_SHARED_AV,
+		FI_ATOMIC | FI_READ | FI_WRITE, FI_RMA | FI_ATOMIC,
 	};
 	struct fi_info *hints = hints_alloc();
 	struct offer offer = offered();
 
 	(void) state;
 	assert_bits_clear(offer.caps, NEVER_OFFERED);
+	/* An mr_mode that allows RMA: only the caps can be refused. */
+	hints->domain_attr->mr_mode = BASIC_MAP;
 	for (size_t i = 0; i < sizeof(never) / sizeof(*never); i++) {
 		hints->caps = never[i];
 		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
@@ -507,7 +650,12 @@ static void test_caps_not_offered(void **state)
 			continue;
 		hints->caps = 1ULL << bit;
 		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+		hints->caps = (1ULL << bit) | offer.caps;
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	}
+	/* The whole offer itself is fine, so the refusals above are real. */
+	hints->caps = offer.caps;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
 	fi_freeinfo(hints);
 }
 
@@ -525,35 +673,81 @@ static void test_domain_caps(void **state)
 	fi_freeinfo(hints);
 }
 
+/* Asks for context caps and checks that exactly those come back. */
+static void assert_context_caps(struct fi_info *hints, uint64_t tx_caps,
+				uint64_t rx_caps, uint64_t caps)
+{
+	struct fi_info *info = NULL;
+
+	hints->tx_attr->caps = tx_caps;
+	hints->rx_attr->caps = rx_caps;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->caps, tx_caps);
+	assert_int_equal(info->rx_attr->caps, rx_caps);
+	assert_int_equal(info->caps, caps);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+}
+
 static void test_tx_rx_caps(void **state)
 {
-	struct fi_info *hints = hints_alloc(), *info = NULL;
+	static const uint64_t tx_only[] = {
+		FI_SEND, FI_READ, FI_WRITE, FI_FENCE,
+	};
+	static const uint64_t rx_only[] = {
+		FI_RECV, FI_MULTI_RECV, FI_SOURCE, FI_REMOTE_READ,
+		FI_REMOTE_WRITE, FI_RMA_EVENT,
+	};
+	struct fi_info *hints = hints_alloc();
 	struct offer offer = offered();
 
 	(void) state;
+	hints->domain_attr->mr_mode = BASIC_MAP;
 	/* Each context's whole offer can be asked of it. */
-	hints->tx_attr->caps = offer.tx_caps;
-	hints->rx_attr->caps = offer.rx_caps;
-	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_bits_set(info->tx_attr->caps, offer.tx_caps);
-	assert_bits_set(info->rx_attr->caps, offer.rx_caps);
-	assert_caps_consistent(info);
-	fi_freeinfo(info);
-
-	/* Messaging in each direction. */
-	info = NULL;
-	hints->tx_attr->caps = MSG_TX_CAPS;
-	hints->rx_attr->caps = MSG_RX_CAPS;
-	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_bits_set(info->tx_attr->caps, MSG_TX_CAPS);
-	assert_bits_set(info->rx_attr->caps, MSG_RX_CAPS);
-	assert_caps_consistent(info);
-	fi_freeinfo(info);
+	assert_context_caps(hints, offer.tx_caps, offer.rx_caps, FULL_OFFER);
+	/* A context gets only what was asked of it. */
+	assert_context_caps(hints, MSG_TX_CAPS, MSG_RX_CAPS, FULL_OFFER);
+	assert_context_caps(hints, FI_RMA | FI_WRITE,
+			    FI_RMA | FI_REMOTE_WRITE | FI_RMA_EVENT,
+			    FULL_OFFER);
+	assert_context_caps(hints, FI_TAGGED | FI_SEND, FI_TAGGED | FI_RECV,
+			    FULL_OFFER);
+	/* Without the mr_mode for RMA, messaging contexts are still fine. */
+	hints->domain_attr->mr_mode = 0;
+	assert_context_caps(hints, MSG_TX_CAPS | FI_TAGGED,
+			    MSG_RX_CAPS | FI_TAGGED, NO_RMA_OFFER);
+	hints->domain_attr->mr_mode = BASIC_MAP;
 
 	/* Domain capabilities are accepted in the contexts too. */
 	hints->tx_attr->caps = FI_LOCAL_COMM;
 	hints->rx_attr->caps = FI_REMOTE_COMM;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
+
+	/*
+	 * With caps asked of the endpoint, a context may not ask for a
+	 * primary capability beyond them.
+	 */
+	hints->caps = FI_MSG | FI_RMA;
+	assert_context_caps(hints, FI_RMA, FI_MSG,
+			    FI_MSG | FI_RMA | DOMAIN_CAPS);
+	hints->tx_attr->caps = FI_TAGGED;
+	hints->rx_attr->caps = 0;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->caps = FI_MSG | FI_TAGGED | FI_SEND;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->tx_attr->caps = 0;
+	hints->rx_attr->caps = FI_TAGGED | FI_RECV;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->caps = FI_MSG;
+	hints->rx_attr->caps = FI_RMA;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->rx_attr->caps = 0;
+	hints->tx_attr->caps = FI_RMA | FI_WRITE;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	/* The same context caps are fine once the endpoint asks for them. */
+	hints->caps = FI_MSG | FI_RMA;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->caps = 0;
 
 	/* Never offered, on either side, alone or with messaging. */
 	for (int bit = 0; bit < 64; bit++) {
@@ -575,13 +769,15 @@ static void test_tx_rx_caps(void **state)
 
 	/* Receive-side bits are not transmit capabilities, and vice versa. */
 	hints->rx_attr->caps = 0;
-	hints->tx_attr->caps = FI_RECV;
-	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
-	hints->tx_attr->caps = FI_MULTI_RECV;
-	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	for (size_t i = 0; i < sizeof(rx_only) / sizeof(*rx_only); i++) {
+		hints->tx_attr->caps = rx_only[i];
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	}
 	hints->tx_attr->caps = 0;
-	hints->rx_attr->caps = FI_SEND;
-	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	for (size_t i = 0; i < sizeof(tx_only) / sizeof(*tx_only); i++) {
+		hints->rx_attr->caps = tx_only[i];
+		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	}
 	fi_freeinfo(hints);
 }
 
@@ -640,62 +836,221 @@ static void test_progress(void **state)
 	fi_freeinfo(hints);
 }
 
+/* Before API 1.5 mr_mode is an enum, and FI_MR_BASIC is what we do. */
 static void test_mr_mode_v1_0(void **state)
 {
+	static const uint32_t versions[] = { V(1, 0), V(1, 4) };
+	static const uint64_t caps[] = { 0, FI_MSG | FI_RMA, FULL_OFFER };
 	struct fi_info *hints = hints_alloc(), *info = NULL;
 
 	(void) state;
-	hints->domain_attr->mr_mode = FI_MR_BASIC;
-	assert_int_equal(match(V(1, 0), hints, &info), 0);
-	assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
-	fi_freeinfo(info);
+	for (size_t v = 0; v < sizeof(versions) / sizeof(*versions); v++) {
+		for (size_t c = 0; c < sizeof(caps) / sizeof(*caps); c++) {
+			uint64_t want = caps[c] ? caps[c] | DOMAIN_CAPS :
+						  FULL_OFFER;
 
-	hints->domain_attr->mr_mode = FI_MR_UNSPEC;
-	assert_int_equal(match(V(1, 0), hints, &info), 0);
-	assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
-	fi_freeinfo(info);
+			hints->caps = caps[c];
+			/* Unspecified and basic both get basic, with RMA. */
+			hints->domain_attr->mr_mode = FI_MR_BASIC;
+			info = NULL;
+			assert_int_equal(match(versions[v], hints, &info), 0);
+			assert_int_equal(info->domain_attr->mr_mode,
+					 FI_MR_BASIC);
+			assert_int_equal(info->caps, want);
+			assert_caps_consistent(info);
+			fi_freeinfo(info);
 
-	hints->domain_attr->mr_mode = FI_MR_SCALABLE;
-	assert_int_equal(match(V(1, 0), hints, NULL), -FI_ENODATA);
-	hints->domain_attr->mr_mode = FI_MR_BASIC;
-	assert_int_equal(match(V(1, 4), hints, NULL), 0);
-	hints->domain_attr->mr_mode = FI_MR_SCALABLE;
-	assert_int_equal(match(V(1, 4), hints, NULL), -FI_ENODATA);
+			hints->domain_attr->mr_mode = FI_MR_UNSPEC;
+			info = NULL;
+			assert_int_equal(match(versions[v], hints, &info), 0);
+			assert_int_equal(info->domain_attr->mr_mode,
+					 FI_MR_BASIC);
+			assert_int_equal(info->caps, want);
+			assert_caps_consistent(info);
+			fi_freeinfo(info);
+
+			hints->domain_attr->mr_mode = FI_MR_SCALABLE;
+			assert_int_equal(match(versions[v], hints, NULL),
+					 -FI_ENODATA);
+			/* The 1.5 bits are not values of the old enum. */
+			hints->domain_attr->mr_mode = BASIC_MAP;
+			assert_int_equal(match(versions[v], hints, NULL),
+					 -FI_ENODATA);
+		}
+		/* Messaging alone is basic too, to a pre-1.5 application. */
+		hints->caps = FI_MSG;
+		hints->domain_attr->mr_mode = FI_MR_UNSPEC;
+		info = NULL;
+		assert_int_equal(match(versions[v], hints, &info), 0);
+		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+		assert_int_equal(info->caps, FI_MSG | DOMAIN_CAPS);
+		fi_freeinfo(info);
+	}
 	fi_freeinfo(hints);
+}
+
+/* Matches hints at version v and returns the narrowed info. */
+static struct fi_info *match_ok(uint32_t v, const struct fi_info *hints)
+{
+	struct fi_info *info = NULL;
+
+	assert_int_equal(match(v, hints, &info), 0);
+	assert_non_null(info);
+	assert_caps_consistent(info);
+	return info;
 }
 
 static void test_mr_mode_v1_5(void **state)
 {
 	static const uint32_t versions[] = { FI_VERSION(1, 5), V_CUR };
-	struct fi_info *hints = hints_alloc(), *info = NULL;
+	/* Old enum values that do not stand alone, or mix with the bits. */
+	static const int refused[] = {
+		FI_MR_SCALABLE,
+		FI_MR_BASIC | FI_MR_SCALABLE,
+		FI_MR_BASIC | FI_MR_LOCAL,
+		FI_MR_BASIC | BASIC_MAP,
+		FI_MR_SCALABLE | BASIC_MAP,
+		FI_MR_SCALABLE | FI_MR_LOCAL,
+	};
+	/* mr_modes that lack at least one BASIC_MAP bit. */
+	static const int no_rma[] = {
+		FI_MR_UNSPEC,
+		FI_MR_LOCAL,
+		FI_MR_RMA_EVENT,
+		FI_MR_ENDPOINT,
+		FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+		FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED,
+		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+			FI_MR_RMA_EVENT,
+	};
+	/* Caps that make the endpoint an RMA target, asked by name. */
+	static const uint64_t target[] = {
+		FI_RMA, FI_MSG | FI_RMA, FI_RMA | FI_READ | FI_WRITE,
+		FI_RMA | FI_REMOTE_READ, FI_RMA | FI_REMOTE_WRITE,
+		FI_REMOTE_READ, FI_REMOTE_WRITE, FULL_OFFER,
+	};
+	struct fi_info *hints = hints_alloc(), *info;
 
 	(void) state;
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(versions) / sizeof(*versions); i++) {
 		uint32_t v = versions[i];
 
+		/* FI_MR_BASIC alone still means basic, and allows RMA. */
+		hints->caps = 0;
 		hints->domain_attr->mr_mode = FI_MR_BASIC;
-		info = NULL;
-		assert_int_equal(match(v, hints, &info), 0);
+		info = match_ok(v, hints);
 		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+		assert_int_equal(info->caps, FULL_OFFER);
+		fi_freeinfo(info);
+		hints->caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
+		info = match_ok(v, hints);
+		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+		assert_int_equal(info->caps, hints->caps | DOMAIN_CAPS);
 		fi_freeinfo(info);
 
-		hints->domain_attr->mr_mode = FI_MR_SCALABLE;
-		assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
+		for (size_t m = 0; m < sizeof(refused) / sizeof(*refused);
+		     m++) {
+			hints->domain_attr->mr_mode = refused[m];
+			hints->caps = 0;
+			assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
+			hints->caps = FI_MSG;
+			assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
+			hints->caps = FI_MSG | FI_RMA;
+			assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
+		}
 
-		/* The old enum values do not mix with the bits. */
-		hints->domain_attr->mr_mode = FI_MR_BASIC | FI_MR_LOCAL;
-		assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
+		/* BASIC_MAP, with more besides: exactly BASIC_MAP back. */
+		hints->caps = 0;
+		hints->domain_attr->mr_mode = FI_MR_LOCAL | BASIC_MAP;
+		info = match_ok(v, hints);
+		assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+		assert_int_equal(info->caps, FULL_OFFER);
+		assert_int_equal(info->tx_attr->caps, TX_OFFER);
+		assert_int_equal(info->rx_attr->caps, RX_OFFER);
+		fi_freeinfo(info);
+		hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ENDPOINT |
+					      FI_MR_MMU_NOTIFY | BASIC_MAP;
+		hints->caps = FI_MSG | FI_RMA;
+		info = match_ok(v, hints);
+		assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+		assert_int_equal(info->caps, FI_MSG | FI_RMA | DOMAIN_CAPS);
+		fi_freeinfo(info);
 
-		hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-					      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-		info = NULL;
-		assert_int_equal(match(v, hints, &info), 0);
-		/* Without RMA caps nothing is required of the application. */
+		/* FI_MR_RMA_EVENT comes back when FI_RMA_EVENT does. */
+		hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RMA_EVENT |
+					      BASIC_MAP;
+		hints->caps = 0;
+		info = match_ok(v, hints);
+		assert_int_equal(info->domain_attr->mr_mode,
+				 BASIC_MAP | FI_MR_RMA_EVENT);
+		assert_bits_set(info->caps, FI_RMA_EVENT);
+		assert_bits_set(info->rx_attr->caps, FI_RMA_EVENT);
+		fi_freeinfo(info);
+		hints->caps = FI_RMA | FI_RMA_EVENT;
+		info = match_ok(v, hints);
+		assert_int_equal(info->domain_attr->mr_mode,
+				 BASIC_MAP | FI_MR_RMA_EVENT);
+		fi_freeinfo(info);
+		/* ...and not when it does not. */
+		hints->caps = FI_RMA;
+		info = match_ok(v, hints);
+		assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+		assert_bits_clear(info->caps, FI_RMA_EVENT);
+		fi_freeinfo(info);
+		hints->caps = 0;
+		hints->rx_attr->caps = FI_MSG | FI_RECV;
+		info = match_ok(v, hints);
+		assert_int_equal(info->rx_attr->caps, FI_MSG | FI_RECV);
+		assert_bits_set(info->caps, FI_RMA_EVENT);
+		assert_int_equal(info->domain_attr->mr_mode,
+				 BASIC_MAP | FI_MR_RMA_EVENT);
+		fi_freeinfo(info);
+		hints->rx_attr->caps = 0;
+
+		/*
+		 * Without the provider's mr_mode: no RMA by name, and no
+		 * RMA at all when any caps will do; messaging stays.
+		 */
+		for (size_t m = 0; m < sizeof(no_rma) / sizeof(*no_rma);
+		     m++) {
+			hints->domain_attr->mr_mode = no_rma[m];
+			for (size_t c = 0; c < sizeof(target) / sizeof(*target);
+			     c++) {
+				hints->caps = target[c];
+				assert_int_equal(match(v, hints, NULL),
+						 -FI_ENODATA);
+			}
+
+			hints->caps = 0;
+			info = match_ok(v, hints);
+			assert_int_equal(info->caps, NO_RMA_OFFER);
+			assert_int_equal(info->tx_attr->caps,
+					 TX_OFFER & ~(uint64_t) RMA_CAPS);
+			assert_int_equal(info->rx_attr->caps,
+					 RX_OFFER & ~(uint64_t) RMA_CAPS);
+			assert_bits_set(info->caps, FI_MSG | FI_TAGGED |
+					FI_SEND | FI_RECV | FI_SOURCE |
+					FI_MULTI_RECV | DOMAIN_CAPS);
+			assert_int_equal(info->domain_attr->mr_mode, 0);
+			fi_freeinfo(info);
+
+			/* Messaging asked by name needs nothing either. */
+			hints->caps = FI_MSG | FI_TAGGED;
+			info = match_ok(v, hints);
+			assert_int_equal(info->caps,
+					 FI_MSG | FI_TAGGED | DOMAIN_CAPS);
+			assert_int_equal(info->domain_attr->mr_mode, 0);
+			fi_freeinfo(info);
+		}
+
+		/* With BASIC_MAP but no RMA target caps, none is needed. */
+		hints->domain_attr->mr_mode = FI_MR_LOCAL | BASIC_MAP;
+		hints->caps = FI_MSG;
+		info = match_ok(v, hints);
 		assert_int_equal(info->domain_attr->mr_mode, 0);
 		fi_freeinfo(info);
-
-		hints->domain_attr->mr_mode = FI_MR_UNSPEC;
-		assert_int_equal(match(v, hints, NULL), 0);
+		hints->caps = 0;
 	}
 	fi_freeinfo(hints);
 }
@@ -760,22 +1115,35 @@ static void test_inject_size(void **state)
 	fi_freeinfo(hints);
 }
 
-/* Send-after-send ordering is all there is, on both sides. */
+/*
+ * RC executes an endpoint's requests in order at the target: sends after
+ * sends, and reads and writes after writes.  Nothing overtakes a read.
+ */
 static void test_msg_order(void **state)
 {
+	static const uint64_t met[] = {
+		FI_ORDER_SAS, FI_ORDER_RAW, FI_ORDER_WAW, FI_ORDER_SAW,
+		FI_ORDER_SAS | FI_ORDER_SAW, FI_ORDER_RAW | FI_ORDER_WAW,
+		MSG_ORDER,
+	};
 	static const uint64_t unmet[] = {
-		FI_ORDER_RAW, FI_ORDER_WAW, FI_ORDER_STRICT,
-		FI_ORDER_SAS | FI_ORDER_RAR,
+		FI_ORDER_WAR, FI_ORDER_RAR, FI_ORDER_RAS, FI_ORDER_WAS,
+		FI_ORDER_SAR, FI_ORDER_STRICT, FI_ORDER_SAS | FI_ORDER_RAR,
+		MSG_ORDER | FI_ORDER_WAR,
 	};
 	struct fi_info *hints = hints_alloc(), *info = NULL;
 
 	(void) state;
-	hints->tx_attr->msg_order = FI_ORDER_SAS;
-	hints->rx_attr->msg_order = FI_ORDER_SAS;
-	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_bits_set(info->tx_attr->msg_order, FI_ORDER_SAS);
-	assert_bits_set(info->rx_attr->msg_order, FI_ORDER_SAS);
-	fi_freeinfo(info);
+	for (size_t i = 0; i < sizeof(met) / sizeof(*met); i++) {
+		hints->tx_attr->msg_order = met[i];
+		hints->rx_attr->msg_order = met[i];
+		info = NULL;
+		assert_int_equal(match(V_CUR, hints, &info), 0);
+		/* The ordering is a property of RC: all of it comes back. */
+		assert_int_equal(info->tx_attr->msg_order, MSG_ORDER);
+		assert_int_equal(info->rx_attr->msg_order, MSG_ORDER);
+		fi_freeinfo(info);
+	}
 
 	for (size_t i = 0; i < sizeof(unmet) / sizeof(*unmet); i++) {
 		hints->tx_attr->msg_order = unmet[i];
@@ -837,9 +1205,22 @@ static void test_ep_limits(void **state)
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
 	hints->ep_attr->max_msg_size = 0;
 
-	hints->ep_attr->max_order_waw_size = 1;
+	/* Ordered reads and writes after writes, up to a whole message. */
+	hints->ep_attr->max_order_raw_size = 8 * MiB + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->max_order_raw_size = 8 * MiB;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->ep_attr->max_order_waw_size = 8 * MiB + 1;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->max_order_waw_size = 8 * MiB;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->ep_attr->max_order_raw_size = 0;
 	hints->ep_attr->max_order_waw_size = 0;
+	/* No write after a read is ordered, however small. */
+	hints->ep_attr->max_order_war_size = 1;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->ep_attr->max_order_war_size = 0;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
 
 	hints->ep_attr->tx_ctx_cnt = 2;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
@@ -973,6 +1354,12 @@ static void test_getinfo_all_devices(void **state)
 	assert_string_equal(info->next->fabric_attr->name, "192.168.0.0/16");
 	assert_sin(info->next->src_addr, info->next->src_addrlen,
 		   "192.168.1.77", 0);
+	/* Without hints, everything on offer, RMA included. */
+	for (struct fi_info *cur = info; cur; cur = cur->next) {
+		assert_int_equal(cur->caps, FULL_OFFER);
+		assert_int_equal(cur->domain_attr->mr_mode, BASIC_MAP);
+		assert_caps_consistent(cur);
+	}
 	fi_freeinfo(info);
 }
 
@@ -1044,11 +1431,36 @@ static void test_getinfo_hints(void **state)
 	}
 	fi_freeinfo(info);
 
+	/* RMA by name needs the provider's mr_mode... */
 	info = NULL;
 	hints->caps = FI_MSG | FI_RMA;
 	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
 	assert_null(info);
+	/* ...and is offered, from every device, with it. */
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | BASIC_MAP;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_non_null(info->next);
+	assert_null(info->next->next);
+	for (struct fi_info *cur = info; cur; cur = cur->next) {
+		assert_int_equal(cur->caps & PRIMARY_CAPS, FI_MSG | FI_RMA);
+		assert_int_equal(cur->domain_attr->mr_mode, BASIC_MAP);
+		assert_caps_consistent(cur);
+	}
+	fi_freeinfo(info);
+	hints->domain_attr->mr_mode = 0;
+
+	/* Atomics are not offered, whatever the mr_mode. */
+	info = NULL;
+	hints->caps = FI_MSG | FI_ATOMIC;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 -FI_ENODATA);
+	assert_null(info);
+	hints->domain_attr->mr_mode = BASIC_MAP;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 -FI_ENODATA);
+	assert_null(info);
+	hints->domain_attr->mr_mode = 0;
 
 	hints->caps = 0;
 	hints->ep_attr->type = FI_EP_MSG;
