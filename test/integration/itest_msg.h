@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Helpers for the data transfer tests (nrma_msg_*): peer processes, pipes
- * between them, endpoints, and bounded waits.
+ * Helpers for the data transfer tests (nrma_msg_*, and through itest_rma.h
+ * nrma_rma_*): peer processes, pipes between them, endpoints, and bounded
+ * waits.  A header may set ITEST_MAX_KIDS, ITEST_MAX_CQS and
+ * ITEST_WAIT_VALGRIND_FACTOR before including this one.
  *
  * A test forks its peers before it touches libfabric, so that no verbs
  * state crosses a fork; each process then opens its own fabric, domain and
@@ -35,8 +37,16 @@
 #include "itest.h"
 
 #define ITEST_WAIT_MS_DEFAULT	60000
+#ifndef ITEST_MAX_KIDS
 #define ITEST_MAX_KIDS		16
+#endif
+#ifndef ITEST_MAX_CQS
 #define ITEST_MAX_CQS		16
+#endif
+/* How much longer waits last under valgrind (NRMA_VALGRIND=1). */
+#ifndef ITEST_WAIT_VALGRIND_FACTOR
+#define ITEST_WAIT_VALGRIND_FACTOR	5
+#endif
 #define ITEST_MAX_CNTRS		16
 #define ITEST_GUARD		64	/* bytes checked after a receive */
 #define ITEST_GUARD_BYTE	0xa5
@@ -49,6 +59,7 @@ static const char *itest_step;
 static inline void itest_vfail(const char *file, int line, const char *fmt,
 			va_list ap)
 {
+	fflush(stdout);
 	fprintf(stderr, "%s:%d: [%s, pid %d%s%s] ", file, line, itest_who,
 		(int) getpid(), itest_step ? ", in " : "",
 		itest_step ? itest_step : "");
@@ -82,6 +93,22 @@ static inline void itest_fail_at(const char *file, int line,
 				      #expr ": " __VA_ARGS__);		\
 	} while (0)
 
+/* snprintf into a static buffer, for "what" arguments. */
+static inline const char *itest_fmt(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static inline const char *itest_fmt(const char *fmt, ...)
+{
+	static char bufs[16][200];
+	static int next;
+	char *b = bufs[next++ % 16];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b, sizeof(bufs[0]), fmt, ap);
+	va_end(ap);
+	return b;
+}
+
 /* Time */
 
 static inline int64_t itest_now_ms(void)
@@ -101,7 +128,8 @@ static inline int64_t itest_wait_ms(void)
 
 	if (s && atoi(s) > 0)
 		return atoi(s) * 1000LL;
-	return ITEST_WAIT_MS_DEFAULT * (vg && !strcmp(vg, "1") ? 5 : 1);
+	return ITEST_WAIT_MS_DEFAULT *
+	       (vg && !strcmp(vg, "1") ? ITEST_WAIT_VALGRIND_FACTOR : 1);
 }
 
 static inline int64_t itest_deadline(void)
@@ -229,7 +257,9 @@ struct itest_comp {
 struct itest_cq {
 	struct fid_cq *cq;
 	enum fi_cq_format format;
-	char name[32];
+	char name[40];
+	bool count_only;		/* count completions, stash nothing */
+	uint64_t seen;			/* completions read, in all */
 	struct itest_comp *comps;	/* FIFO of completions read */
 	size_t head, count, cap;
 	struct fi_cq_err_entry *errs;	/* FIFO of error entries read */
@@ -310,17 +340,17 @@ static inline void itest_cq_fail_err(struct itest_cq *c,
 static inline size_t itest_cq_poll(struct itest_cq *c)
 {
 	union {
-		struct fi_cq_entry ctx[8];
-		struct fi_cq_msg_entry msg[8];
-		struct fi_cq_data_entry data[8];
-		struct fi_cq_tagged_entry tagged[8];
+		struct fi_cq_entry ctx[16];
+		struct fi_cq_msg_entry msg[16];
+		struct fi_cq_data_entry data[16];
+		struct fi_cq_tagged_entry tagged[16];
 	} u;
-	fi_addr_t src[8];
+	fi_addr_t src[16];
 	struct fi_cq_err_entry err;
 	ssize_t n;
 
 	memset(&u, 0, sizeof(u));
-	n = fi_cq_readfrom(c->cq, &u, 8, src);
+	n = fi_cq_readfrom(c->cq, &u, 16, src);
 	if (n == -FI_EAGAIN)
 		return 0;
 	if (n == -FI_EAVAIL) {
@@ -337,7 +367,8 @@ static inline size_t itest_cq_poll(struct itest_cq *c)
 	if (n < 0)
 		FAIL("%s: fi_cq_readfrom returned %zd (%s)", c->name, n,
 		     fi_strerror((int) -n));
-	for (ssize_t i = 0; i < n; i++) {
+	c->seen += n;
+	for (ssize_t i = 0; i < n && !c->count_only; i++) {
 		struct itest_comp comp = { .src = src[i] };
 
 		switch (c->format) {
@@ -452,18 +483,27 @@ static inline void itest_cq_close(struct itest_cq *c)
 }
 
 /* The next completion of c, within the deadline. */
-static inline struct itest_comp itest_cq_wait(struct itest_cq *c,
-					      const char *what)
+#define itest_cq_wait(c, what)	itest_cq_wait_at(__FILE__, __LINE__, c, what)
+static inline struct itest_comp itest_cq_wait_at(const char *file, int line,
+						 struct itest_cq *c,
+						 const char *what)
 {
 	int64_t deadline = itest_deadline();
 	struct itest_comp comp;
 
+	CHECK(!c->count_only);
 	while (!c->count) {
 		if (c->ecount)
-			FAIL("%s: an error completion (err %d, %s) came while "
-			     "waiting for %s", c->name, c->errs[c->ehead].err,
-			     fi_strerror(c->errs[c->ehead].err), what);
-		itest_check_deadline(deadline, what);
+			itest_fail_at(file, line, "%s: an error completion "
+				      "(err %d, %s, prov_errno %d) came while "
+				      "waiting for %s", c->name,
+				      c->errs[c->ehead].err,
+				      fi_strerror(c->errs[c->ehead].err),
+				      c->errs[c->ehead].prov_errno, what);
+		if (itest_now_ms() > deadline)
+			itest_fail_at(file, line, "%s: timed out after %"
+				      PRId64 " s waiting for %s", c->name,
+				      itest_wait_ms() / 1000, what);
 		itest_progress();
 	}
 	comp = c->comps[c->head];
@@ -480,16 +520,33 @@ static inline void itest_cq_wait_n(struct itest_cq *c, struct itest_comp *out,
 		out[i] = itest_cq_wait(c, what);
 }
 
-/* The next error entry of c (c->errors_ok must be set), within the deadline. */
-static inline struct fi_cq_err_entry itest_cq_wait_err(struct itest_cq *c,
-						 const char *what)
+/*
+ * The next error entry of c (c->errors_ok must be set), within the
+ * deadline; with no_comp, a successful completion that comes first fails.
+ */
+#define itest_cq_wait_err(c, what)					\
+	itest_cq_wait_err_at(__FILE__, __LINE__, c, false, what)
+static inline struct fi_cq_err_entry itest_cq_wait_err_at(const char *file,
+							  int line,
+							  struct itest_cq *c,
+							  bool no_comp,
+							  const char *what)
 {
 	int64_t deadline = itest_deadline();
 	struct fi_cq_err_entry err;
 
 	CHECK(c->errors_ok);
 	while (!c->ecount) {
-		itest_check_deadline(deadline, what);
+		if (no_comp && c->count)
+			itest_fail_at(file, line, "%s: a successful completion"
+				      " (op_context %p, flags 0x%" PRIx64 ") "
+				      "came while waiting for %s", c->name,
+				      c->comps[c->head].op_context,
+				      c->comps[c->head].flags, what);
+		if (itest_now_ms() > deadline)
+			itest_fail_at(file, line, "%s: timed out after %"
+				      PRId64 " s waiting for %s", c->name,
+				      itest_wait_ms() / 1000, what);
 		itest_progress();
 	}
 	err = c->errs[c->ehead];
@@ -498,19 +555,31 @@ static inline struct fi_cq_err_entry itest_cq_wait_err(struct itest_cq *c,
 	return err;
 }
 
-/* Fails if c has (after one more progress) any completion or error. */
-static inline void itest_cq_expect_empty(struct itest_cq *c, const char *why)
+/*
+ * Fails if c has (after one more progress, or with idle_ms after that
+ * long of progress) any completion or error.
+ */
+#define itest_cq_expect_empty(c, why)					\
+	itest_cq_expect_empty_at(__FILE__, __LINE__, c, 0, why)
+static inline void itest_cq_expect_empty_at(const char *file, int line,
+					    struct itest_cq *c, int idle_ms,
+					    const char *why)
 {
-	itest_progress();
+	if (idle_ms)
+		itest_idle(idle_ms);
+	else
+		itest_progress();
 	if (c->count)
-		FAIL("%s: %zu unexpected completion(s) (%s); the first has "
-		     "op_context %p, flags 0x%" PRIx64 ", len %zu", c->name,
-		     c->count, why, c->comps[c->head].op_context,
-		     c->comps[c->head].flags, c->comps[c->head].len);
+		itest_fail_at(file, line, "%s: %zu unexpected completion(s) "
+			      "(%s); the first has op_context %p, flags 0x%"
+			      PRIx64 ", len %zu", c->name, c->count, why,
+			      c->comps[c->head].op_context,
+			      c->comps[c->head].flags, c->comps[c->head].len);
 	if (c->ecount)
-		FAIL("%s: %zu unexpected error completion(s) (%s): err %d (%s)",
-		     c->name, c->ecount, why, c->errs[c->ehead].err,
-		     fi_strerror(c->errs[c->ehead].err));
+		itest_fail_at(file, line, "%s: %zu unexpected error "
+			      "completion(s) (%s): err %d (%s)", c->name,
+			      c->ecount, why, c->errs[c->ehead].err,
+			      fi_strerror(c->errs[c->ehead].err));
 }
 
 /* Checks a completion's context and flags (all of want_flags, and no
@@ -548,6 +617,8 @@ static inline struct fid_cntr *itest_cntr_open(struct fid_domain *domain)
 
 static inline void itest_cntr_close(struct fid_cntr *cntr)
 {
+	if (!cntr)
+		return;
 	for (int i = 0; i < ITEST_MAX_CNTRS; i++)
 		if (itest_cntrs[i] == cntr)
 			itest_cntrs[i] = NULL;
@@ -632,9 +703,17 @@ static inline void itest_chan_write(struct itest_chan *ch, const void *buf,
 	}
 }
 
-/* Reads len bytes from the peer, progressing meanwhile, within the deadline. */
-static inline void itest_chan_read(struct itest_chan *ch, void *buf, size_t len,
-			    const char *what)
+/*
+ * Reads len bytes from the peer within the deadline; with progress, keeps
+ * this process's CQs and counters progressing meanwhile (else it sleeps
+ * in poll, leaving the CPU to others, and only watches the children).
+ */
+#define itest_chan_read(ch, buf, len, what)				\
+	itest_chan_read_at(__FILE__, __LINE__, ch, buf, len, true, what)
+static inline void itest_chan_read_at(const char *file, int line,
+				      struct itest_chan *ch, void *buf,
+				      size_t len, bool progress,
+				      const char *what)
 {
 	int64_t deadline = itest_deadline();
 	char *p = buf;
@@ -643,9 +722,15 @@ static inline void itest_chan_read(struct itest_chan *ch, void *buf, size_t len,
 		struct pollfd pfd = { .fd = ch->rd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&pfd, 1, 0) <= 0) {
-			itest_check_deadline(deadline, what);
-			itest_progress();
+		if (poll(&pfd, 1, progress ? 0 : 10) <= 0) {
+			if (itest_now_ms() > deadline)
+				itest_fail_at(file, line, "timed out after %"
+					      PRId64 " s waiting for %s",
+					      itest_wait_ms() / 1000, what);
+			if (progress)
+				itest_progress();
+			else if (itest_nkids)
+				itest_check_kids();
 			continue;
 		}
 		n = read(ch->rd, p, len);
@@ -657,12 +742,12 @@ static inline void itest_chan_read(struct itest_chan *ch, void *buf, size_t len,
 				itest_check_kids();
 				usleep(10000);
 			}
-			FAIL("the peer closed its pipe while we waited for %s",
-			     what);
+			itest_fail_at(file, line, "the peer closed its pipe "
+				      "while we waited for %s", what);
 		}
 		if (n < 0)
-			FAIL("read from the peer's pipe failed: %s",
-			     strerror(errno));
+			itest_fail_at(file, line, "read from the peer's pipe "
+				      "failed: %s", strerror(errno));
 		p += n;
 		len -= n;
 	}
@@ -682,16 +767,19 @@ static inline void itest_signal(struct itest_chan *ch, uint32_t tag)
 	itest_chan_write(ch, &tag, sizeof(tag));
 }
 
-/* Waits (progressing) for the peer's signal tag. */
-static inline void itest_expect(struct itest_chan *ch, uint32_t tag,
-				const char *what)
+/* Waits (progressing, or with progress false idle) for the peer's signal tag. */
+#define itest_expect(ch, tag, what)					\
+	itest_expect_at(__FILE__, __LINE__, ch, tag, true, what)
+static inline void itest_expect_at(const char *file, int line,
+				   struct itest_chan *ch, uint32_t tag,
+				   bool progress, const char *what)
 {
 	uint32_t got;
 
-	itest_chan_read(ch, &got, sizeof(got), what);
+	itest_chan_read_at(file, line, ch, &got, sizeof(got), progress, what);
 	if (got != tag)
-		FAIL("out of step with the peer: got signal %u, expected %u "
-		     "(%s)", got, tag, what);
+		itest_fail_at(file, line, "out of step with the peer: got "
+			      "signal %u, expected %u (%s)", got, tag, what);
 }
 
 /* Both sides reach step tag. */
@@ -862,26 +950,42 @@ static inline void itest_node_close(struct itest_node *n)
 	memset(n, 0, sizeof(*n));
 }
 
+/* Inserts one name into av; returns its fi_addr_t. */
+static inline fi_addr_t itest_av_insert1(struct fid_av *av,
+					 const struct sockaddr_in *name)
+{
+	fi_addr_t addr = FI_ADDR_NOTAVAIL;
+
+	CHECK_RET(fi_av_insert(av, name, 1, &addr, 0, NULL), 1);
+	CHECK(addr != FI_ADDR_NOTAVAIL);
+	return addr;
+}
+
+/* Sends our endpoint name to the peer over ch; returns the peer's. */
+static inline struct sockaddr_in itest_name_swap(struct itest_chan *ch,
+						 const struct sockaddr_in *name)
+{
+	struct sockaddr_in peer;
+
+	itest_chan_write(ch, name, sizeof(*name));
+	itest_chan_read(ch, &peer, sizeof(peer), "the peer's endpoint name");
+	return peer;
+}
+
 /* Inserts a name into n's AV; returns (and remembers) its fi_addr_t. */
 static inline fi_addr_t itest_node_insert(struct itest_node *n,
 				   const struct sockaddr_in *name)
 {
-	fi_addr_t addr = FI_ADDR_NOTAVAIL;
-
-	CHECK_RET(fi_av_insert(n->av, name, 1, &addr, 0, NULL), 1);
-	CHECK(addr != FI_ADDR_NOTAVAIL);
-	n->peer = addr;
-	return addr;
+	n->peer = itest_av_insert1(n->av, name);
+	return n->peer;
 }
 
 /* Swaps names with the peer over ch and inserts the peer's. */
 static inline fi_addr_t itest_node_exchange(struct itest_node *n,
 				     struct itest_chan *ch)
 {
-	struct sockaddr_in peer;
+	struct sockaddr_in peer = itest_name_swap(ch, &n->name);
 
-	itest_chan_write(ch, &n->name, sizeof(n->name));
-	itest_chan_read(ch, &peer, sizeof(peer), "the peer's endpoint name");
 	return itest_node_insert(n, &peer);
 }
 
@@ -904,6 +1008,7 @@ static inline fi_addr_t itest_node_exchange(struct itest_node *n,
 
 /* Data patterns: byte i of stream seed is a function of (seed, i). */
 
+/* (itest_rma.h's patterns start at word idx + 1: bias 1.) */
 static inline uint64_t itest_pat_word(uint64_t seed, uint64_t idx)
 {
 	uint64_t x = (seed * 0x9e3779b97f4a7c15ULL) ^
@@ -915,14 +1020,14 @@ static inline uint64_t itest_pat_word(uint64_t seed, uint64_t idx)
 	return x;
 }
 
-/* Writes bytes [off, off + len) of pattern seed to dst. */
-static inline void itest_pat_gen(void *dst, uint64_t seed, size_t off,
-				 size_t len)
+/* Writes bytes [off, off + len) of pattern seed (word bias) to dst. */
+static inline void itest_pat_gen_b(void *dst, uint64_t seed, size_t off,
+				   size_t len, uint64_t bias)
 {
 	unsigned char *p = dst;
 
 	while (len) {
-		uint64_t w = itest_pat_word(seed, off / 8);
+		uint64_t w = itest_pat_word(seed, off / 8 + bias);
 		size_t b = off % 8, take = 8 - b;
 
 		if (take > len)
@@ -939,10 +1044,17 @@ static inline void itest_pat_gen(void *dst, uint64_t seed, size_t off,
 	}
 }
 
-/* Fails unless buf holds bytes [off, off + len) of pattern seed. */
-static inline void itest_pat_check_at(const char *file, int line,
-				      const void *buf, uint64_t seed,
-				      size_t off, size_t len, const char *what)
+static inline void itest_pat_gen(void *dst, uint64_t seed, size_t off,
+				 size_t len)
+{
+	itest_pat_gen_b(dst, seed, off, len, 0);
+}
+
+/* Fails unless buf holds bytes [off, off + len) of pattern seed (bias). */
+static inline void itest_pat_check_b(const char *file, int line,
+				     const void *buf, uint64_t seed,
+				     size_t off, size_t len, uint64_t bias,
+				     const char *what)
 {
 	static unsigned char want[4096];
 	const unsigned char *p = buf;
@@ -952,7 +1064,7 @@ static inline void itest_pat_check_at(const char *file, int line,
 
 		if (n > sizeof(want))
 			n = sizeof(want);
-		itest_pat_gen(want, seed, off + done, n);
+		itest_pat_gen_b(want, seed, off + done, n, bias);
 		if (memcmp(p + done, want, n)) {
 			size_t i = 0;
 
@@ -965,6 +1077,13 @@ static inline void itest_pat_check_at(const char *file, int line,
 		}
 		done += n;
 	}
+}
+
+static inline void itest_pat_check_at(const char *file, int line,
+				      const void *buf, uint64_t seed,
+				      size_t off, size_t len, const char *what)
+{
+	itest_pat_check_b(file, line, buf, seed, off, len, 0, what);
 }
 
 #define itest_pat_check(buf, seed, off, len, what)			\
@@ -1045,21 +1164,5 @@ static inline void itest_guard_check_at(const char *file, int line,
 
 #define itest_guard_check(buf, len, what)				\
 	itest_guard_check_at(__FILE__, __LINE__, buf, len, what)
-
-/* snprintf into a static buffer, for "what" arguments. */
-static inline const char *itest_fmt(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-static inline const char *itest_fmt(const char *fmt, ...)
-{
-	static char bufs[16][160];
-	static int next;
-	char *b = bufs[next++ % 16];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(b, sizeof(bufs[0]), fmt, ap);
-	va_end(ap);
-	return b;
-}
 
 #endif /* NRMA_ITEST_MSG_H */

@@ -42,9 +42,9 @@
 #define MiB		(1u << 20)
 #define STAMP_MAGIC	0x6e726d6100000000ULL	/* "nrma" */
 
-static struct rt_link links[NINIT];
-static struct rt_chan pc[NINIT];	/* the target's ends */
-static struct rt_chan cc;		/* an initiator's end */
+static struct itest_link links[NINIT];
+static struct itest_chan pc[NINIT];	/* the target's ends */
+static struct itest_chan cc;		/* an initiator's end */
 
 /* What the target tells its initiators about itself. */
 struct keymsg {
@@ -76,13 +76,13 @@ static void target_open(struct rt_node *t, uint64_t remote_flags,
 	rt_node_open(t, &o, "target");
 	m.name = t->name;
 	for (int i = 0; i < npeers; i++)
-		rt_chan_write(&pc[i], &m, sizeof(m));
+		itest_chan_write(&pc[i], &m, sizeof(m));
 }
 
 static void target_close(struct rt_node *t, int npeers)
 {
 	for (int i = 0; i < npeers; i++)
-		rt_signal(&pc[i], SIG_PART_OVER);
+		itest_signal(&pc[i], SIG_PART_OVER);
 	rt_node_close(t);
 }
 
@@ -94,7 +94,7 @@ static void init_open_remote(struct rt_node *n, struct keymsg *km,
 	struct rt_node_opts o = { .tx_count_only = true, .write_cntr = true,
 				  .remote_flags = remote_flags };
 
-	rt_node_open(n, &o, rt_who);
+	rt_node_open(n, &o, itest_who);
 	rt_chan_read(&cc, km, sizeof(*km), "the target's name and keys");
 	rt_node_insert(n, &km->name);
 }
@@ -122,7 +122,7 @@ static void run_ops_from(struct rt_node *n, uint64_t first, uint64_t count,
 			 const char *what)
 {
 	uint64_t base = n->tx->seen - first, last = n->tx->seen;
-	int64_t deadline = rt_deadline();
+	int64_t deadline = itest_deadline();
 
 	for (uint64_t i = first; i < count;) {
 		ssize_t ret = -FI_EAGAIN;
@@ -130,36 +130,36 @@ static void run_ops_from(struct rt_node *n, uint64_t first, uint64_t count,
 		if (i - (n->tx->seen - base) < window)
 			ret = post(n, i, arg);
 		if (ret == -FI_EAGAIN) {
-			if (!rt_cq_poll(n->tx))
+			if (!itest_cq_poll(n->tx))
 				sched_yield();
 		} else if (ret) {
-			RFAIL("%s: operation %" PRIu64 " of %" PRIu64 " could "
+			FAIL("%s: operation %" PRIu64 " of %" PRIu64 " could "
 			      "not be posted: %zd (%s)", what, i, count, ret,
 			      fi_strerror((int) -ret));
 		} else if (++i % 16 == 0) {
-			rt_cq_poll(n->tx);
+			itest_cq_poll(n->tx);
 		}
 		if (n->tx->seen != last) {
 			last = n->tx->seen;
-			deadline = rt_deadline();
+			deadline = itest_deadline();
 		}
-		if (rt_now_ms() > deadline)
-			RFAIL("%s: no completion for %" PRId64 " s; %" PRIu64
+		if (itest_now_ms() > deadline)
+			FAIL("%s: no completion for %" PRId64 " s; %" PRIu64
 			      " of %" PRIu64 " posted, %" PRIu64 " completed",
-			      what, rt_wait_ms() / 1000, i, count,
+			      what, itest_wait_ms() / 1000, i, count,
 			      n->tx->seen - base);
 	}
 	while (n->tx->seen - base < count) {
-		if (!rt_cq_poll(n->tx))
+		if (!itest_cq_poll(n->tx))
 			sched_yield();
 		if (n->tx->seen != last) {
 			last = n->tx->seen;
-			deadline = rt_deadline();
+			deadline = itest_deadline();
 		}
-		if (rt_now_ms() > deadline)
-			RFAIL("%s: no completion for %" PRId64 " s; %" PRIu64
+		if (itest_now_ms() > deadline)
+			FAIL("%s: no completion for %" PRId64 " s; %" PRIu64
 			      " of %" PRIu64 " completed", what,
-			      rt_wait_ms() / 1000, n->tx->seen - base, count);
+			      itest_wait_ms() / 1000, n->tx->seen - base, count);
 	}
 }
 
@@ -177,14 +177,14 @@ static void run_ops(struct rt_node *n, uint64_t count, uint64_t window,
 static void warm_up(struct rt_node *n, post_fn post, void *arg)
 {
 	uint64_t done = n->tx->seen;
-	int64_t deadline = rt_deadline();
+	int64_t deadline = itest_deadline();
 
 	RT_POST(post(n, 0, arg), "the first operation (connecting)");
 	while (n->tx->seen == done) {
 		rt_check_deadline(deadline, "the first operation to complete");
-		rt_progress();
+		itest_progress();
 	}
-	rt_signal(&cc, SIG_WARM);
+	itest_signal(&cc, SIG_WARM);
 }
 
 /* Fails unless cntr reads exactly want now. */
@@ -193,8 +193,8 @@ static void warm_up(struct rt_node *n, post_fn post, void *arg)
 		uint64_t ec_v_ = fi_cntr_read(cntr);			\
 		uint64_t ec_w_ = (want);				\
 		if (ec_v_ != ec_w_)					\
-			RFAIL("%s: the counter reads %" PRIu64 ", "	\
-			      "expected %" PRIu64, rt_fmt(__VA_ARGS__),	\
+			FAIL("%s: the counter reads %" PRIu64 ", "	\
+			      "expected %" PRIu64, itest_fmt(__VA_ARGS__),	\
 			      ec_v_, ec_w_);				\
 	} while (0)
 
@@ -270,7 +270,7 @@ static void consumer_check(const unsigned char *img, const unsigned char *exp,
 			continue;
 		while (got[i] == want[i])
 			i++;
-		RFAIL("the counter reads %" PRIu64 " (it was %" PRIu64 ") but "
+		FAIL("the counter reads %" PRIu64 " (it was %" PRIu64 ") but "
 		      "write %" PRIu64 " (%u bytes at offset %" PRIu64 ") is "
 		      "not in place: byte %zu is 0x%02x, expected 0x%02x: the "
 		      "counter is ahead of the data", to, from, g, op_len[g],
@@ -299,49 +299,49 @@ static void part1_consumer(void)
 	rt_expect(&pc[0], SIG_WARM, "the producer's first write (set-up)");
 
 	/* From here on: fi_cntr_read only. */
-	start = rt_now_ms();
-	deadline = rt_deadline();
+	start = itest_now_ms();
+	deadline = itest_deadline();
 	while (prev < nops) {
 		v = fi_cntr_read(t.remote_cntr);
 		if (v == prev) {
 			if (++spins % 1024 == 0) {
-				int64_t now = rt_now_ms();
+				int64_t now = itest_now_ms();
 
 				if (now > deadline)
-					RFAIL("the counter stayed at %" PRIu64
+					FAIL("the counter stayed at %" PRIu64
 					      " of %" PRIu64 " for %" PRId64
 					      " s", v, nops,
-					      rt_wait_ms() / 1000);
+					      itest_wait_ms() / 1000);
 				if (now - last_kid_check > 100) {
 					last_kid_check = now;
-					rt_check_kids();
+					itest_check_kids();
 				}
 			}
 			sched_yield();
 			continue;
 		}
 		if (v < prev || v > nops)
-			RFAIL("the counter went from %" PRIu64 " to %" PRIu64
+			FAIL("the counter went from %" PRIu64 " to %" PRIu64
 			      " (%" PRIu64 " writes in all)", prev, v, nops);
 		consumer_check(img, exp, prev, v);
 		moves++;
 		if (v - prev > max_jump)
 			max_jump = v - prev;
 		prev = v;
-		deadline = rt_deadline();
+		deadline = itest_deadline();
 	}
 	rt_note("1. consumer: the counter reached %" PRIu64 " in %.1f s "
 		"(%.0f writes/s); it moved %" PRIu64 " times (at most %"
 		PRIu64 " at once) and was never ahead of the data", nops,
-		(rt_now_ms() - start) / 1000.0,
-		nops * 1000.0 / (double) (rt_now_ms() - start + 1), moves,
+		(itest_now_ms() - start) / 1000.0,
+		nops * 1000.0 / (double) (itest_now_ms() - start + 1), moves,
 		max_jump);
 	rt_expect(&pc[0], SIG_DONE, "the producer's completions");
-	rt_idle(100);
+	itest_idle(100);
 	expect_cntr(t.remote_cntr, nops, "after all writes and some progress");
-	REXPECT(fi_cntr_readerr(t.remote_cntr) == 0, "no counter errors");
+	EXPECT(fi_cntr_readerr(t.remote_cntr) == 0, "no counter errors");
 	consumer_check(img, exp, 0, nops);
-	REXPECT(!memcmp(img, exp, img_len), "the whole image is as written");
+	EXPECT(!memcmp(img, exp, img_len), "the whole image is as written");
 	rt_guard_check(img, img_len, "the consumer's buffer");
 	target_close(&t, 1);
 	RT_OK(fi_close(&mr->fid));
@@ -383,16 +383,16 @@ static void part1_producer(void)
 	init_open(&n, &km);
 	p = (struct producer) { .src = src, .desc = fi_mr_desc(mr),
 				.rk = km.k[0] };
-	REXPECT(km.k[0].len == img_len, "the consumer's buffer has %" PRIu64
+	EXPECT(km.k[0].len == img_len, "the consumer's buffer has %" PRIu64
 		" bytes, expected %" PRIu64, km.k[0].len, img_len);
 	warm_up(&n, producer_post, &p);
-	start = rt_now_ms();
+	start = itest_now_ms();
 	run_ops_from(&n, 1, nops, 64, producer_post, &p,
 		     "the producer's writes");
 	rt_note("1. producer: %" PRIu64 " notified writes (%" PRIu64
 		" bytes) completed in %.1f s", nops, img_len,
-		(rt_now_ms() - start) / 1000.0);
-	rt_signal(&cc, SIG_DONE);
+		(itest_now_ms() - start) / 1000.0);
+	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 	RT_OK(fi_close(&mr->fid));
 	free(src);
@@ -411,7 +411,7 @@ static void part2_target(void)
 	struct keymsg km = { 0 };
 	struct fid_mr *mr;
 	struct rt_node t;
-	int64_t start = rt_now_ms(), deadline = rt_deadline(), last_check = 0;
+	int64_t start = itest_now_ms(), deadline = itest_deadline(), last_check = 0;
 
 	mr = rt_mr_reg(buf, total * 8, FI_REMOTE_WRITE, 0);
 	km.k[0] = rt_rkey_of(mr, buf, total * 8);
@@ -421,38 +421,38 @@ static void part2_target(void)
 			  "(set-up)", i);
 	/* From here on: fi_cntr_read only. */
 	while ((v = fi_cntr_read(t.remote_cntr)) != total) {
-		int64_t now = rt_now_ms();
+		int64_t now = itest_now_ms();
 
 		if (v > total || v < prev)
-			RFAIL("the counter went from %" PRIu64 " to %" PRIu64
+			FAIL("the counter went from %" PRIu64 " to %" PRIu64
 			      " (%d x %d writes)", prev, v, NINIT, P2_OPS);
 		if (v != prev)
-			deadline = rt_deadline();
+			deadline = itest_deadline();
 		prev = v;
 		if (now > deadline)
-			RFAIL("the counter stayed at %" PRIu64 " of %" PRIu64
+			FAIL("the counter stayed at %" PRIu64 " of %" PRIu64
 			      " for %" PRId64 " s", v, total,
-			      rt_wait_ms() / 1000);
+			      itest_wait_ms() / 1000);
 		if (now - last_check > 50) {
 			last_check = now;
-			rt_check_kids();
+			itest_check_kids();
 		}
 		sched_yield();
 	}
 	for (int i = 0; i < NINIT; i++)
 		rt_expect(&pc[i], SIG_DONE, "initiator %d's completions", i);
-	rt_idle(200);
+	itest_idle(200);
 	expect_cntr(t.remote_cntr, total, "%d initiators x %d writes, after "
 		    "they all completed and some progress", NINIT, P2_OPS);
 	for (uint64_t k = 0; k < NINIT; k++)
 		for (uint64_t j = 0; j < P2_OPS; j++)
-			REXPECT(buf[k * P2_OPS + j] == stamp(k << 24 | j),
+			EXPECT(buf[k * P2_OPS + j] == stamp(k << 24 | j),
 				"initiator %" PRIu64 "'s write %" PRIu64 ": "
 				"0x%" PRIx64, k, j, buf[k * P2_OPS + j]);
 	rt_guard_check(buf, total * 8, "the target's buffer");
 	rt_note("2. %d initiators x %d notified writes: the counter reads "
 		"exactly %" PRIu64 " (%.1f s)", NINIT, P2_OPS, total,
-		(rt_now_ms() - start) / 1000.0);
+		(itest_now_ms() - start) / 1000.0);
 	target_close(&t, NINIT);
 	RT_OK(fi_close(&mr->fid));
 	rt_guarded_free(buf);
@@ -487,7 +487,7 @@ static void part2_initiator(uint64_t me)
 	p.rk = km.k[0];
 	warm_up(&n, p2_post, &p);
 	run_ops_from(&n, 1, P2_OPS, 32, p2_post, &p, "an initiator's writes");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 	free(p.src);
 }
@@ -543,7 +543,7 @@ static void part3_target(void)
 	/* The initiator's completions come with the atomics': no wait. */
 	expect_cntr(t.remote_cntr, P3_READS, "%d notified reads, at once",
 		    P3_READS);
-	rt_signal(&pc[0], SIG_GO);
+	itest_signal(&pc[0], SIG_GO);
 	rt_expect(&pc[0], SIG_DONE, "the initiator's writes");
 	expect_cntr(t.remote_cntr, P3_READS + P3_WRITES, "%d reads and %d "
 		    "writes (one counter bound for both)", P3_READS,
@@ -552,7 +552,7 @@ static void part3_target(void)
 		rt_pat_check(buf + 2 * MiB + i * 64, 3100 + i, 0, 64,
 			     "write %" PRIu64, i);
 	rt_pat_check(buf, 3000, 0, 2 * MiB, "the data the initiator read");
-	rt_signal(&pc[0], SIG_GO);
+	itest_signal(&pc[0], SIG_GO);
 	rt_expect(&pc[0], SIG_DONE, "the initiator's other writes");
 	expect_cntr(t.remote_cntr, P3_READS + P3_WRITES + P3_OTHER, "after "
 		    "%d fi_writemsg(FI_DELIVERY_COMPLETE), %d fi_inject_write "
@@ -563,13 +563,13 @@ static void part3_target(void)
 			     i < P3_DC ? "delivery complete" :
 			     i < P3_DC + P3_INJECT ? "inject" : "writedata");
 	for (int i = 0; i < P3_DATA; i++) {
-		struct rt_comp c = rt_cq_wait(t.rx, "the rx CQ entry of "
+		struct itest_comp c = rt_cq_wait(t.rx, "the rx CQ entry of "
 					      "fi_writedata %d", i);
 
 		RT_EXPECT_COMP(c, NULL, FI_RMA | FI_REMOTE_WRITE |
 			       FI_REMOTE_CQ_DATA, FI_RECV | FI_MSG,
 			       "fi_writedata %d at the target", i);
-		REXPECT(c.data == 0xda7a0000u + (uint64_t) i && c.len == 3000,
+		EXPECT(c.data == 0xda7a0000u + (uint64_t) i && c.len == 3000,
 			"fi_writedata %d: data 0x%" PRIx64 ", len %zu", i,
 			c.data, c.len);
 	}
@@ -578,11 +578,11 @@ static void part3_target(void)
 	/* The counter moves only once the data was taken. */
 	base = P3_READS + P3_WRITES + P3_OTHER;
 	for (uint64_t i = 0; i < P3_RACES; i++) {
-		int64_t deadline = rt_deadline();
+		int64_t deadline = itest_deadline();
 		uint64_t seed = 4000 + i;
 
 		rt_pat_gen(buf, seed, 0, MiB);
-		rt_chan_write(&pc[0], &seed, sizeof(seed));
+		itest_chan_write(&pc[0], &seed, sizeof(seed));
 		while (fi_cntr_read(t.remote_cntr) == base + i) {
 			rt_check_deadline(deadline, "race read %" PRIu64
 					  " to bump the counter", i);
@@ -591,10 +591,10 @@ static void part3_target(void)
 		rt_pat_gen(buf, seed + 1000, 0, MiB);	/* too late to read */
 		expect_cntr(t.remote_cntr, base + i + 1, "race read %" PRIu64,
 			    i);
-		rt_signal(&pc[0], SIG_GO);
+		itest_signal(&pc[0], SIG_GO);
 	}
 	rt_expect(&pc[0], SIG_DONE, "the initiator's checks");
-	REXPECT(fi_cntr_readerr(t.remote_cntr) == 0, "no counter errors");
+	EXPECT(fi_cntr_readerr(t.remote_cntr) == 0, "no counter errors");
 	rt_guard_check(buf, P3_LEN, "the target's buffer");
 	rt_note("3. notified reads: counted once each, with their data");
 	target_close(&t, 1);
@@ -670,15 +670,15 @@ static void part3_other_writes(struct rt_node *n, struct p3 *p)
 			done++;
 		}
 		/* Each completes (or, injected, counts) before the next. */
-		deadline = rt_deadline();
+		deadline = itest_deadline();
 		while (n->tx->seen < done || fi_cntr_read(n->write_cntr) <
 					     P3_WRITES + (uint64_t) i + 1) {
 			rt_check_deadline(deadline, "notified write %d to "
 					  "complete", i);
-			rt_progress();
+			itest_progress();
 		}
 	}
-	REXPECT(fi_cntr_read(n->write_cntr) == P3_WRITES + P3_OTHER &&
+	EXPECT(fi_cntr_read(n->write_cntr) == P3_WRITES + P3_OTHER &&
 		fi_cntr_readerr(n->write_cntr) == 0, "the write counter reads "
 		"%" PRIu64 " (errors %" PRIu64 ")", fi_cntr_read(n->write_cntr),
 		fi_cntr_readerr(n->write_cntr));
@@ -712,19 +712,19 @@ static void part3_initiator(void)
 		rt_pat_check(p.dst + dst_off[i], 3000, p3_off(i),
 			     p3_lens[i % 12], "read %" PRIu64 " (%zu bytes)",
 			     i, p3_lens[i % 12]);
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the target's check of the reads");
 	for (uint64_t i = 0; i < P3_WRITES; i++)
 		rt_pat_gen(p.src + i * 64, 3100 + i, 0, 64);
 	run_ops(&n, P3_WRITES, 32, p3_write, &p, "notified writes");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the target's check of the writes");
 	part3_other_writes(&n, &p);
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 
 	for (uint64_t i = 0; i < P3_RACES; i++) {
 		uint64_t seed, done = n.tx->seen;
-		int64_t deadline = rt_deadline();
+		int64_t deadline = itest_deadline();
 
 		rt_chan_read(&cc, &seed, sizeof(seed), "race %" PRIu64, i);
 		memset(p.dst, 0, MiB);
@@ -732,13 +732,13 @@ static void part3_initiator(void)
 				p.rk.key, NULL), "race read %" PRIu64, i);
 		while (n.tx->seen == done) {
 			rt_check_deadline(deadline, "race read %" PRIu64, i);
-			rt_progress();
+			itest_progress();
 		}
 		rt_expect(&cc, SIG_GO, "the target's overwrite");
 		rt_pat_check(p.dst, seed, 0, MiB, "race read %" PRIu64 ": the "
 			     "data from before the counter moved", i);
 	}
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 	RT_OK(fi_close(&mr->fid));
 	free(p.dst);
@@ -773,7 +773,7 @@ static void part4_target(void)
 	bool reached = false;
 
 	for (int k = 0; k < P4_MRS; k++) {
-		cntr[k] = rt_cntr_open(rt_domain());
+		cntr[k] = itest_cntr_open(rt_domain());
 		mr[k] = rt_mr_reg_cntr(buf, len, FI_REMOTE_WRITE |
 				       FI_REMOTE_READ, cntr[k],
 				       k < 3 ? FI_REMOTE_WRITE | FI_REMOTE_READ :
@@ -785,7 +785,7 @@ static void part4_target(void)
 	km.k[P4_PLAIN] = rt_rkey_of(mr[P4_PLAIN], buf, len);
 	for (int i = 0; i <= P4_MRS; i++)
 		for (int j = 0; j < i; j++)
-			REXPECT(km.k[i].key != km.k[j].key, "registrations %d "
+			EXPECT(km.k[i].key != km.k[j].key, "registrations %d "
 				"and %d have the same key 0x%" PRIx64, i, j,
 				km.k[i].key);
 	for (int k = 0; k <= P4_MRS; k++)
@@ -799,21 +799,21 @@ static void part4_target(void)
 	for (int k = 0; k < P4_MRS; k++)
 		expect_cntr(cntr[k], 0, "MR counter %d before its operations",
 			    k);
-	rt_signal(&pc[0], SIG_GO);
-	deadline = rt_deadline();
+	itest_signal(&pc[0], SIG_GO);
+	deadline = itest_deadline();
 	while (!reached) {
 		reached = true;
 		for (int k = 0; k < P4_MRS; k++) {
 			uint64_t v = fi_cntr_read(cntr[k]);
 
 			if (v > want[k])
-				RFAIL("MR counter %d reads %" PRIu64 ", more "
+				FAIL("MR counter %d reads %" PRIu64 ", more "
 				      "than the %" PRIu64 " operations with "
 				      "its key", k, v, want[k]);
 			reached = reached && v == want[k];
 		}
-		if (rt_now_ms() > deadline)
-			RFAIL("the MR counters read %" PRIu64 " %" PRIu64 " %"
+		if (itest_now_ms() > deadline)
+			FAIL("the MR counters read %" PRIu64 " %" PRIu64 " %"
 			      PRIu64 " %" PRIu64 ", expected %" PRIu64 " %"
 			      PRIu64 " %" PRIu64 " %" PRIu64 " (no progress "
 			      "call meanwhile)", fi_cntr_read(cntr[0]),
@@ -828,13 +828,13 @@ static void part4_target(void)
 			    PRIu64 " writes, %" PRIu64 " reads%s)", k, k,
 			    p4_writes[k], p4_reads[k],
 			    k < 3 ? "" : ", not counted");
-		REXPECT(fi_cntr_readerr(cntr[k]) == 0, "no errors");
+		EXPECT(fi_cntr_readerr(cntr[k]) == 0, "no errors");
 	}
 	expect_cntr(t.remote_cntr, 1 + all_writes, "the endpoint's "
 		    "FI_REMOTE_WRITE counter: every write, whatever its key");
 	for (uint64_t k = 0; k <= P4_MRS; k++)
 		for (uint64_t r = 0; r < p4_writes[k]; r++)
-			REXPECT(buf[p4_slot(k, r)] == stamp(k << 16 | r),
+			EXPECT(buf[p4_slot(k, r)] == stamp(k << 16 | r),
 				"write %" PRIu64 " with key %" PRIu64 ": 0x%"
 				PRIx64, r, k, buf[p4_slot(k, r)]);
 	rt_guard_check(buf, len, "the target's buffer");
@@ -844,7 +844,7 @@ static void part4_target(void)
 	for (int k = 0; k <= P4_MRS; k++)
 		RT_OK(fi_close(&mr[k]->fid));
 	for (int k = 0; k < P4_MRS; k++)
-		rt_cntr_close(cntr[k]);
+		itest_cntr_close(cntr[k]);
 	rt_guarded_free(buf);
 }
 
@@ -904,8 +904,8 @@ static void part4_initiator(void)
 			 km.k[P4_PLAIN].addr + p4_slot(P4_PLAIN, 63) * 8,
 			 km.k[P4_PLAIN].key, NULL), "the first write");
 	while (n.tx->seen < 1)
-		rt_progress();
-	rt_signal(&cc, SIG_WARM);
+		itest_progress();
+	itest_signal(&cc, SIG_WARM);
 	rt_expect(&cc, SIG_GO, "the target's go");
 	p4_interleave(p, p4_writes);
 	run_ops(&n, p->norder, 16, p4_write, p, "writes with 5 keys");
@@ -914,11 +914,11 @@ static void part4_initiator(void)
 	for (uint64_t i = 0; i < p->norder; i++) {
 		uint64_t k = p->order[i][0], r = p->order[i][1];
 
-		REXPECT(p->dst[p4_slot(k, r)] == stamp(k << 16 | r),
+		EXPECT(p->dst[p4_slot(k, r)] == stamp(k << 16 | r),
 			"read %" PRIu64 " with key %" PRIu64 ": 0x%" PRIx64,
 			r, k, p->dst[p4_slot(k, r)]);
 	}
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 	free(p);
 }
@@ -952,15 +952,15 @@ static void part5_target(void)
 
 	RT_OK(fi_cntr_set(c, 0));
 	expect_cntr(c, 0, "fi_cntr_set(0) after %d remote writes", P5_WARM);
-	rt_signal(&pc[0], SIG_GO);
+	itest_signal(&pc[0], SIG_GO);
 	/* Two adds while the writes land, then all of them done. */
 	for (int i = 0; i < 2; i++) {
-		int64_t deadline = rt_deadline();
+		int64_t deadline = itest_deadline();
 
 		while ((v = fi_cntr_read(c)) < adds[i].at + bias) {
 			rt_check_deadline(deadline, "the count to reach %"
 					  PRIu64, adds[i].at + bias);
-			rt_progress();
+			itest_progress();
 		}
 		RT_OK(fi_cntr_add(c, adds[i].add));
 		adds[i].seen = v - bias;
@@ -972,14 +972,14 @@ static void part5_target(void)
 
 	RT_OK(fi_cntr_set(c, 1000));
 	expect_cntr(c, 1000, "fi_cntr_set(1000)");
-	rt_signal(&pc[0], SIG_GO);
+	itest_signal(&pc[0], SIG_GO);
 	{
-		int64_t deadline = rt_deadline();
+		int64_t deadline = itest_deadline();
 
 		while ((v = fi_cntr_read(c)) < adds[2].at) {
 			rt_check_deadline(deadline, "the count to reach %"
 					  PRIu64, adds[2].at);
-			rt_progress();
+			itest_progress();
 		}
 		RT_OK(fi_cntr_add(c, adds[2].add));
 		adds[2].seen = v - 1000;
@@ -987,9 +987,9 @@ static void part5_target(void)
 	rt_expect(&pc[0], SIG_DONE, "%d writes after the second set", P5_M2);
 	expect_cntr(c, 1000 + P5_M2 + adds[2].add, "set(1000), %d writes and "
 		    "add(7)", P5_M2);
-	rt_idle(100);
+	itest_idle(100);
 	expect_cntr(c, 1000 + P5_M2 + adds[2].add, "after some progress");
-	REXPECT(fi_cntr_readerr(c) == 0, "no counter errors");
+	EXPECT(fi_cntr_readerr(c) == 0, "no counter errors");
 	rt_note("5. set/add while writes land: exact (adds after %" PRIu64
 		", %" PRIu64 " of %d and %" PRIu64 " of %d writes)",
 		adds[0].seen, adds[1].seen, P5_M1, adds[2].seen, P5_M2);
@@ -1022,13 +1022,13 @@ static void part5_initiator(void)
 	init_open(&n, &km);
 	p.rk = km.k[0];
 	run_ops(&n, P5_WARM, 32, p5_write, &p, "the first writes");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the target's fi_cntr_set(0)");
 	run_ops(&n, P5_M1, 32, p5_write, &p, "writes after set(0)");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the target's fi_cntr_set(1000)");
 	run_ops(&n, P5_M2, 32, p5_write, &p, "writes after set(1000)");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 }
 
@@ -1084,7 +1084,7 @@ static void part6_target(void)
 	for (int i = 0; i < P6_READS; i++)
 		rt_pat_check(p->dst + i * 1024, 6000, i * 1024, 1024,
 			     "read %d from the initiator", i);
-	rt_signal(&pc[0], SIG_DONE);
+	itest_signal(&pc[0], SIG_DONE);
 	rt_expect(&pc[0], SIG_DONE, "the initiator's checks");
 	expect_cntr(t.remote_cntr, 1, "the target's own counter (the "
 		    "initiator's one write)");
@@ -1108,13 +1108,13 @@ static void part6_initiator(void)
 	init_open_remote(&n, &km, FI_REMOTE_WRITE | FI_REMOTE_READ);
 	mine.name = n.name;
 	mine.k[0] = rt_rkey_of(mr, buf, P6_LEN);
-	rt_chan_write(&cc, &mine, sizeof(mine));
+	itest_chan_write(&cc, &mine, sizeof(mine));
 	/* We connect, and the target will use this connection. */
 	RT_POST(fi_write(n.ep, &one, 8, NULL, n.peer, km.k[0].addr,
 			 km.k[0].key, NULL), "the first write (connecting)");
 	while (n.tx->seen < 1)
-		rt_progress();
-	rt_signal(&cc, SIG_WARM);
+		itest_progress();
+	itest_signal(&cc, SIG_WARM);
 	rt_expect(&cc, SIG_DONE, "the target's writes and reads");
 	expect_cntr(n.remote_cntr, P6_WRITES + P6_READS, "the initiator's "
 		    "counter after the target's %d writes and %d reads",
@@ -1124,7 +1124,7 @@ static void part6_initiator(void)
 			     "the target's write %d", i);
 	rt_pat_check(buf, 6000, 0, P6_LEN / 2, "what the target read");
 	rt_guard_check(buf, P6_LEN, "the initiator's buffer");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 	RT_OK(fi_close(&mr->fid));
 	rt_guarded_free(buf);
@@ -1147,7 +1147,7 @@ static void part7_target(void)
 	int64_t t0, el, el_mr;
 	int ret;
 
-	mc = rt_cntr_open(rt_domain());
+	mc = itest_cntr_open(rt_domain());
 	mr = rt_mr_reg(buf, 4096, FI_REMOTE_WRITE, 0);
 	emr = rt_mr_reg_cntr(buf, 4096, FI_REMOTE_WRITE, mc, FI_REMOTE_WRITE);
 	km.k[0] = rt_rkey_of(mr, buf, 4096);
@@ -1159,57 +1159,57 @@ static void part7_target(void)
 	 * begun: fi_cntr_wait must progress the endpoint the counter is
 	 * bound to (FI_PROGRESS_MANUAL), or the connection is never accepted.
 	 */
-	rt_signal(&pc[0], SIG_GO);
-	t0 = rt_now_ms();
+	itest_signal(&pc[0], SIG_GO);
+	t0 = itest_now_ms();
 	ret = fi_cntr_wait(t.remote_cntr, P7_WRITES, P7_WAIT_MS);
-	el = rt_now_ms() - t0;
-	REXPECT(ret == 0, "fi_cntr_wait(%d, %d ms) on a counter bound to the "
+	el = itest_now_ms() - t0;
+	EXPECT(ret == 0, "fi_cntr_wait(%d, %d ms) on a counter bound to the "
 		"endpoint with FI_REMOTE_WRITE, while the initiator connects "
 		"and writes, returned %d (%s) after %" PRId64 " ms; the counter "
 		"reads %" PRIu64 " (does fi_cntr_wait progress the endpoint, "
 		"e.g. accept its connections?)", P7_WRITES, P7_WAIT_MS, ret,
 		fi_strerror(-ret), el, fi_cntr_read(t.remote_cntr));
-	REXPECT(fi_cntr_read(t.remote_cntr) >= P7_WRITES, "%" PRIu64,
+	EXPECT(fi_cntr_read(t.remote_cntr) >= P7_WRITES, "%" PRIu64,
 		fi_cntr_read(t.remote_cntr));
 	rt_expect(&pc[0], SIG_DONE, "the initiator's writes");
 	expect_cntr(t.remote_cntr, P7_WRITES, "after fi_cntr_wait");
 	rt_note("7. fi_cntr_wait(%d) returned 0 after %" PRId64 " ms",
 		P7_WRITES, el);
 
-	t0 = rt_now_ms();
+	t0 = itest_now_ms();
 	RT_OK(fi_cntr_wait(t.remote_cntr, P7_WRITES, 0));
 	RT_OK(fi_cntr_wait(t.remote_cntr, P7_WRITES - 1, 1000));
-	REXPECT(rt_now_ms() - t0 < 2000, "a threshold reached already returns "
-		"at once (took %" PRId64 " ms)", rt_now_ms() - t0);
+	EXPECT(itest_now_ms() - t0 < 2000, "a threshold reached already returns "
+		"at once (took %" PRId64 " ms)", itest_now_ms() - t0);
 
-	t0 = rt_now_ms();
+	t0 = itest_now_ms();
 	ret = fi_cntr_wait(t.remote_cntr, P7_WRITES + 1000, P7_TIMEOUT_MS);
-	el = rt_now_ms() - t0;
+	el = itest_now_ms() - t0;
 	RT_CALL(ret, -FI_ETIMEDOUT);
-	REXPECT(el >= P7_TIMEOUT_MS - 50 && el <= P7_TIMEOUT_MS + 8000,
+	EXPECT(el >= P7_TIMEOUT_MS - 50 && el <= P7_TIMEOUT_MS + 8000,
 		"fi_cntr_wait(timeout %d ms) returned -FI_ETIMEDOUT after %"
 		PRId64 " ms", P7_TIMEOUT_MS, el);
 	rt_note("   fi_cntr_wait(unreachable, %d ms) returned -FI_ETIMEDOUT "
 		"after %" PRId64 " ms", P7_TIMEOUT_MS, el);
 
 	/* An MR-bound counter, bound to no endpoint. */
-	rt_signal(&pc[0], SIG_GO);
-	t0 = rt_now_ms();
+	itest_signal(&pc[0], SIG_GO);
+	t0 = itest_now_ms();
 	ret = fi_cntr_wait(mc, P7_MR_WRITES, P7_WAIT_MS);
-	el = rt_now_ms() - t0;
+	el = itest_now_ms() - t0;
 	el_mr = el;
-	REXPECT(ret == 0, "fi_cntr_wait(%d) on an MR-bound counter returned "
+	EXPECT(ret == 0, "fi_cntr_wait(%d) on an MR-bound counter returned "
 		"%d (%s) after %" PRId64 " ms; it reads %" PRIu64,
 		P7_MR_WRITES, ret, fi_strerror(-ret), el, fi_cntr_read(mc));
 	rt_expect(&pc[0], SIG_DONE, "the initiator's writes with the MR key");
 	expect_cntr(mc, P7_MR_WRITES, "the MR-bound counter");
 	expect_cntr(t.remote_cntr, P7_WRITES + P7_MR_WRITES, "the endpoint's "
 		    "counter");
-	t0 = rt_now_ms();
+	t0 = itest_now_ms();
 	ret = fi_cntr_wait(mc, P7_MR_WRITES + 1, 300);
-	el = rt_now_ms() - t0;
+	el = itest_now_ms() - t0;
 	RT_CALL(ret, -FI_ETIMEDOUT);
-	REXPECT(el >= 250 && el <= 300 + 8000, "-FI_ETIMEDOUT after %" PRId64
+	EXPECT(el >= 250 && el <= 300 + 8000, "-FI_ETIMEDOUT after %" PRId64
 		" ms (timeout 300 ms)", el);
 	rt_note("   fi_cntr_wait on an MR-bound counter: 0 after %" PRId64
 		" ms, then -FI_ETIMEDOUT after %" PRId64 " ms (timeout 300)",
@@ -1217,7 +1217,7 @@ static void part7_target(void)
 	target_close(&t, 1);
 	RT_OK(fi_close(&mr->fid));
 	RT_OK(fi_close(&emr->fid));
-	rt_cntr_close(mc);
+	itest_cntr_close(mc);
 	rt_guarded_free(buf);
 }
 
@@ -1234,12 +1234,12 @@ static void part7_initiator(void)
 	rt_expect(&cc, SIG_GO, "the target's go");
 	usleep(100000);		/* let the target go to sleep */
 	run_ops(&n, P7_WRITES, 32, p5_write, &p, "writes for fi_cntr_wait");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the target's go for the MR key");
 	usleep(100000);
 	p.rk = km.k[1];
 	run_ops(&n, P7_MR_WRITES, 32, p5_write, &p, "writes with the MR key");
-	rt_signal(&cc, SIG_DONE);
+	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 }
 
@@ -1251,8 +1251,8 @@ static void initiator(void *arg)
 
 	for (int i = 0; i < NINIT; i++)
 		if (i != (int) me)
-			rt_link_close_all(&links[i]);
-	cc = rt_link_child(&links[me]);
+			itest_link_close_all(&links[i]);
+	cc = itest_link_child(&links[me]);
 	rt_expect_idle(&cc, SIG_GO, "the start of part 2");
 	part2_initiator(me);
 	if (me == 0) {
@@ -1263,32 +1263,32 @@ static void initiator(void *arg)
 		part6_initiator();
 		part7_initiator();
 	}
-	rt_domain_close();
+	itest_domain_close();
 }
 
 static void run(const char *name, void (*fn)(void))
 {
-	int64_t t0 = rt_now_ms();
+	int64_t t0 = itest_now_ms();
 
 	fn();
-	rt_note("   (%s took %.1f s)", name, (rt_now_ms() - t0) / 1000.0);
+	rt_note("   (%s took %.1f s)", name, (itest_now_ms() - t0) / 1000.0);
 }
 
 int main(void)
 {
-	int64_t start = rt_now_ms();
+	int64_t start = itest_now_ms();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 0; i < NINIT; i++)
-		rt_link_init(&links[i]);
+		itest_link_init(&links[i]);
 	for (uintptr_t i = 0; i < NINIT; i++)
-		rt_fork(rt_fmt("initiator %u", (unsigned) i), initiator,
+		itest_fork(itest_fmt("initiator %u", (unsigned) i), initiator,
 			(void *) i);
-	snprintf(rt_who, sizeof(rt_who), "target");
+	snprintf(itest_who, sizeof(itest_who), "target");
 	for (int i = 0; i < NINIT; i++)
-		pc[i] = rt_link_parent(&links[i]);
+		pc[i] = itest_link_parent(&links[i]);
 	for (int i = 0; i < NINIT; i++)
-		rt_signal(&pc[i], SIG_GO);
+		itest_signal(&pc[i], SIG_GO);
 	run("part 2", part2_target);
 	run("part 1", part1_consumer);
 	run("part 3", part3_target);
@@ -1296,8 +1296,8 @@ int main(void)
 	run("part 5", part5_target);
 	run("part 6", part6_target);
 	run("part 7", part7_target);
-	rt_wait_kids();
-	rt_domain_close();
+	itest_wait_kids();
+	itest_domain_close();
 	rt_pass("nrma_rma_notify", start);
 	return 0;
 }

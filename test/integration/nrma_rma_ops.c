@@ -62,7 +62,7 @@ struct target_keys {
 	struct rt_rkey ro;	/* ROLEN bytes, FI_REMOTE_READ only */
 };
 
-static struct rt_link link_;
+static struct itest_link link_;
 static char ctx[256];
 
 #define CTX(i)	((void *) &ctx[i])
@@ -78,7 +78,7 @@ static void target_check_all(const unsigned char *tbuf,
 
 		while (tbuf[i] == shadow[i])
 			i++;
-		RFAIL("%s: the target's buffer differs from what it should "
+		FAIL("%s: the target's buffer differs from what it should "
 		      "hold at byte %zu: 0x%02x, expected 0x%02x", what, i,
 		      tbuf[i], shadow[i]);
 	}
@@ -89,19 +89,19 @@ static void target_check_all(const unsigned char *tbuf,
 
 static void target_rxdata(struct rt_node *n, const struct req *r)
 {
-	struct rt_comp c = rt_cq_wait(n->rx, "the rx CQ entry of %s", r->what);
+	struct itest_comp c = rt_cq_wait(n->rx, "the rx CQ entry of %s", r->what);
 
 	RT_EXPECT_COMP(c, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		       FI_SEND | FI_RECV | FI_MSG | FI_TAGGED, "%s: rx entry",
 		       r->what);
-	REXPECT(c.data == r->data, "%s: data 0x%" PRIx64 ", expected 0x%"
+	EXPECT(c.data == r->data, "%s: data 0x%" PRIx64 ", expected 0x%"
 		PRIx64, r->what, c.data, r->data);
-	REXPECT(c.len == r->len, "%s: len %zu, expected %" PRIu64, r->what,
+	EXPECT(c.len == r->len, "%s: len %zu, expected %" PRIu64, r->what,
 		c.len, r->len);
 	rt_cq_expect_empty(n->rx, "after the entry of %s", r->what);
 }
 
-static void target(struct rt_chan *ch)
+static void target(struct itest_chan *ch)
 {
 	unsigned char *tbuf = rt_guarded(TLEN), *robuf = rt_guarded(ROLEN);
 	unsigned char *shadow = calloc(1, TLEN);
@@ -120,7 +120,7 @@ static void target(struct rt_chan *ch)
 	keys.t = rt_rkey_of(tmr, tbuf, TLEN);
 	keys.ro = rt_rkey_of(romr, robuf, ROLEN);
 	rt_node_exchange(&n, ch);
-	rt_chan_write(ch, &keys, sizeof(keys));
+	itest_chan_write(ch, &keys, sizeof(keys));
 	for (;;) {
 		rt_chan_read(ch, &r, sizeof(r), "the initiator's next request "
 			     "(after %zu)", nreq);
@@ -146,18 +146,18 @@ static void target(struct rt_chan *ch)
 			target_check_all(tbuf, shadow, robuf, r.what);
 			break;
 		default:
-			RFAIL("unknown request %u", r.op);
+			FAIL("unknown request %u", r.op);
 		}
 		if (r.op != REQ_RXDATA)
 			rt_cq_expect_empty(n.rx, "%s: nothing for the target's "
 					   "rx CQ", r.what);
-		rt_chan_write(ch, &ok, sizeof(ok));
+		itest_chan_write(ch, &ok, sizeof(ok));
 	}
-	rt_chan_write(ch, &ok, sizeof(ok));
+	itest_chan_write(ch, &ok, sizeof(ok));
 	RT_OK(fi_close(&tmr->fid));
 	RT_OK(fi_close(&romr->fid));
 	rt_node_close(&n);
-	rt_domain_close();
+	itest_domain_close();
 	rt_guarded_free(tbuf);
 	rt_guarded_free(robuf);
 	free(shadow);
@@ -165,7 +165,7 @@ static void target(struct rt_chan *ch)
 
 /* The initiator */
 
-static struct rt_chan *ich;
+static struct itest_chan *ich;
 static struct target_keys tk;
 static struct rt_node in;
 static unsigned char *lbuf;
@@ -181,10 +181,10 @@ static void ask(uint32_t op, uint64_t off, uint64_t len, uint64_t seed,
 	uint32_t reply;
 
 	snprintf(r.what, sizeof(r.what), "%s", what);
-	rt_chan_write(ich, &r, sizeof(r));
+	itest_chan_write(ich, &r, sizeof(r));
 	rt_chan_read(ich, &reply, sizeof(reply), "the target's check of %s",
 		     what);
-	REXPECT(reply == REPLY_OK, "reply 0x%x", reply);
+	EXPECT(reply == REPLY_OK, "reply 0x%x", reply);
 }
 
 static void check_counts(const struct rt_node *n, uint64_t w, uint64_t r,
@@ -193,22 +193,22 @@ static void check_counts(const struct rt_node *n, uint64_t w, uint64_t r,
 	uint64_t v;
 
 	v = fi_cntr_read(n->write_cntr);
-	REXPECT(v == w, "%s: the write counter reads %" PRIu64 ", expected %"
+	EXPECT(v == w, "%s: the write counter reads %" PRIu64 ", expected %"
 		PRIu64, what, v, w);
 	v = fi_cntr_read(n->read_cntr);
-	REXPECT(v == r, "%s: the read counter reads %" PRIu64 ", expected %"
+	EXPECT(v == r, "%s: the read counter reads %" PRIu64 ", expected %"
 		PRIu64, what, v, r);
 	v = fi_cntr_readerr(n->write_cntr);
-	REXPECT(v == werr, "%s: the write counter's errors read %" PRIu64
+	EXPECT(v == werr, "%s: the write counter's errors read %" PRIu64
 		", expected %" PRIu64, what, v, werr);
 	v = fi_cntr_readerr(n->read_cntr);
-	REXPECT(v == rerr, "%s: the read counter's errors read %" PRIu64
+	EXPECT(v == rerr, "%s: the read counter's errors read %" PRIu64
 		", expected %" PRIu64, what, v, rerr);
 }
 
 static void wait_tx(void *context, uint64_t flags, const char *what)
 {
-	struct rt_comp c = rt_cq_wait(in.tx, "the completion of %s", what);
+	struct itest_comp c = rt_cq_wait(in.tx, "the completion of %s", what);
 
 	RT_EXPECT_COMP(c, context, FI_RMA | flags,
 		       FI_SEND | FI_RECV | FI_MSG | FI_TAGGED |
@@ -256,13 +256,13 @@ static void part_sizes(void)
 		for (int d = 0; d < 2; d++)
 			write_one(sizes[i], 13 * (i + 1) + 8, 100 + 2 * i + d,
 				  d ? ldesc : NULL,
-				  rt_fmt("fi_write of %zu bytes (%s desc)",
+				  itest_fmt("fi_write of %zu bytes (%s desc)",
 					 sizes[i], d ? "with" : "no"));
 	for (size_t i = 0; i < n; i++)
 		for (int d = 0; d < 2; d++)
 			read_one(sizes[i], 17 * (i + 1) + 5, 200 + 2 * i + d,
 				 d ? ldesc : NULL,
-				 rt_fmt("fi_read of %zu bytes (%s desc)",
+				 itest_fmt("fi_read of %zu bytes (%s desc)",
 					sizes[i], d ? "with" : "no"));
 	rt_note("1. fi_write/fi_read of 0..1 MiB: ok");
 }
@@ -292,7 +292,7 @@ static void part_iov(void)
 		const size_t *lens = big ? large : small;
 		size_t total = make_iovs(iov, lens, 3), cum = 0;
 		uint64_t seed = 300 + big, off = 1000 + big * 7;
-		const char *what = rt_fmt("fi_writev of 3 iovs, %zu bytes",
+		const char *what = itest_fmt("fi_writev of 3 iovs, %zu bytes",
 					  total);
 
 		memset(lbuf, UNTOUCHED, LLEN);
@@ -309,7 +309,7 @@ static void part_iov(void)
 		ask(REQ_CHECK, off, total, seed, 0, what);
 
 		seed = 310 + big;
-		what = rt_fmt("fi_readv of 3 iovs, %zu bytes", total);
+		what = itest_fmt("fi_readv of 3 iovs, %zu bytes", total);
 		ask(REQ_FILL, off, total, seed, 0, what);
 		memset(lbuf, UNTOUCHED, LLEN);
 		RT_POST(fi_readv(in.ep, iov, big ? descs : NULL, 3, in.peer,
@@ -335,11 +335,11 @@ static void part_iov(void)
 
 static void part_inject(void)
 {
-	size_t inject_size = rt_info->tx_attr->inject_size;
+	size_t inject_size = itest_info->tx_attr->inject_size;
 	unsigned char src[64];
 	const char *what;
 
-	REXPECT(inject_size >= 64 && inject_size <= LLEN, "inject_size %zu",
+	EXPECT(inject_size >= 64 && inject_size <= LLEN, "inject_size %zu",
 		inject_size);
 	what = "fi_inject_write of 64 bytes";
 	rt_pat_gen(src, 400, 0, sizeof(src));
@@ -353,7 +353,7 @@ static void part_inject(void)
 	check_counts(&in, nwrites, nreads, 0, 0, what);
 	ask(REQ_CHECK, 5000, sizeof(src), 400, 0, what);
 
-	what = rt_fmt("fi_inject_write of inject_size (%zu) bytes",
+	what = itest_fmt("fi_inject_write of inject_size (%zu) bytes",
 		      inject_size);
 	rt_pat_gen(lbuf, 401, 0, inject_size);
 	RT_POST(fi_inject_write(in.ep, lbuf, inject_size, in.peer,
@@ -375,12 +375,12 @@ static void part_writedata(void)
 	static const size_t lens[] = { 2000, MiB, 0 };
 	const char *what;
 
-	REXPECT(rt_info->domain_attr->cq_data_size >= 4, "cq_data_size %zu",
-		rt_info->domain_attr->cq_data_size);
+	EXPECT(itest_info->domain_attr->cq_data_size >= 4, "cq_data_size %zu",
+		itest_info->domain_attr->cq_data_size);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		uint64_t data = 0xc0de0000u + i, off = 3000 + i;
 
-		what = rt_fmt("fi_writedata of %zu bytes", lens[i]);
+		what = itest_fmt("fi_writedata of %zu bytes", lens[i]);
 		rt_pat_gen(lbuf, 500 + i, 0, lens[i]);
 		RT_POST(fi_writedata(in.ep, lbuf, lens[i], i ? ldesc : NULL,
 				     data, in.peer, tk.t.addr + off, tk.t.key,
@@ -433,7 +433,7 @@ static void part_delivery_fence(void)
 
 	CHECK(rd != NULL);
 	for (size_t i = 0; i < 2; i++) {
-		what = rt_fmt("fi_writemsg(FI_DELIVERY_COMPLETE) of %zu bytes",
+		what = itest_fmt("fi_writemsg(FI_DELIVERY_COMPLETE) of %zu bytes",
 			      lens[i]);
 		rt_pat_gen(lbuf, 600 + i, 0, lens[i]);
 		rma_msg(&msg, &rma, &iov, i ? &ldesc : NULL, lens[i], 20 + i,
@@ -460,11 +460,11 @@ static void part_delivery_fence(void)
 	RT_POST(fi_writemsg(in.ep, &msg, FI_FENCE | FI_COMPLETION), "%s",
 		what);
 	for (int i = 0; i < 2; i++) {
-		struct rt_comp c = rt_cq_wait(in.tx, "%s", what);
+		struct itest_comp c = rt_cq_wait(in.tx, "%s", what);
 
-		REXPECT(c.op_context == CTX(7) || c.op_context == CTX(8),
+		EXPECT(c.op_context == CTX(7) || c.op_context == CTX(8),
 			"%s: op_context %p", what, c.op_context);
-		REXPECT(c.flags & (c.op_context == CTX(7) ? FI_READ : FI_WRITE),
+		EXPECT(c.flags & (c.op_context == CTX(7) ? FI_READ : FI_WRITE),
 			"%s: flags 0x%" PRIx64, what, c.flags);
 	}
 	nwrites++;
@@ -480,15 +480,15 @@ static void part_delivery_fence(void)
 
 static void part_invalid(void)
 {
-	size_t limit = rt_info->tx_attr->iov_limit;
+	size_t limit = itest_info->tx_attr->iov_limit;
 	struct fi_rma_iov rma[2];
 	struct iovec iov[8];
 	void *descs[8];
 	struct fi_msg_rma msg;
 
-	REXPECT(rt_info->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu",
-		rt_info->tx_attr->rma_iov_limit);
-	REXPECT(limit == 4, "tx_attr->iov_limit %zu", limit);
+	EXPECT(itest_info->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu",
+		itest_info->tx_attr->rma_iov_limit);
+	EXPECT(limit == 4, "tx_attr->iov_limit %zu", limit);
 	for (int i = 0; i < 8; i++) {
 		iov[i].iov_base = lbuf + i * 64;
 		iov[i].iov_len = 64;
@@ -566,12 +566,12 @@ static void part_selective(void)
 	msg.context = CTX(12);
 	RT_POST(fi_writemsg(s.ep, &msg, FI_COMPLETION), "%s", what);
 	{
-		struct rt_comp c = rt_cq_wait(s.tx, "%s", what);
+		struct itest_comp c = rt_cq_wait(s.tx, "%s", what);
 
 		RT_EXPECT_COMP(c, CTX(12), FI_RMA | FI_WRITE, FI_READ, "%s",
 			       what);
 	}
-	REXPECT(fi_cntr_read(s.write_cntr) == ++w, "%s: write counter %"
+	EXPECT(fi_cntr_read(s.write_cntr) == ++w, "%s: write counter %"
 		PRIu64, what, fi_cntr_read(s.write_cntr));
 	ask(REQ_CHECK, 60, 20000, 702, 0, what);
 
@@ -590,16 +590,16 @@ static void part_selective(void)
 	msg.context = CTX(14);
 	RT_POST(fi_readmsg(s.ep, &msg, FI_COMPLETION), "%s", what);
 	{
-		struct rt_comp c = rt_cq_wait(s.tx, "%s", what);
+		struct itest_comp c = rt_cq_wait(s.tx, "%s", what);
 
 		RT_EXPECT_COMP(c, CTX(14), FI_RMA | FI_READ, FI_WRITE, "%s",
 			       what);
 	}
-	REXPECT(fi_cntr_read(s.read_cntr) == ++r, "%s: read counter %" PRIu64,
+	EXPECT(fi_cntr_read(s.read_cntr) == ++r, "%s: read counter %" PRIu64,
 		what, fi_cntr_read(s.read_cntr));
 	rt_pat_check(lbuf, 704, 0, 20000, "%s", what);
 	rt_cq_expect_empty(s.tx, "only FI_COMPLETION operations have entries");
-	REXPECT(fi_cntr_readerr(s.write_cntr) == 0 &&
+	EXPECT(fi_cntr_readerr(s.write_cntr) == 0 &&
 		fi_cntr_readerr(s.read_cntr) == 0, "no errors");
 	rt_node_close(&s);
 	rt_note("7. selective completion: ok");
@@ -611,8 +611,8 @@ static void part_selective(void)
  */
 static void write_after_error(const char *after)
 {
-	int64_t deadline = rt_deadline();
-	const char *what = rt_fmt("the first fi_write after %s", after);
+	int64_t deadline = itest_deadline();
+	const char *what = itest_fmt("the first fi_write after %s", after);
 	ssize_t ret;
 	size_t eagain = 0;
 
@@ -622,10 +622,10 @@ static void write_after_error(const char *after)
 	       -FI_EAGAIN) {
 		eagain++;
 		rt_check_deadline(deadline, "%s to post", what);
-		rt_progress();
+		itest_progress();
 	}
 	if (ret)
-		RFAIL("%s returned %zd (%s) after %zu x -FI_EAGAIN: the failed "
+		FAIL("%s returned %zd (%s) after %zu x -FI_EAGAIN: the failed "
 		      "operation was reported already (error completion), so "
 		      "the next one should reconnect and succeed", what, ret,
 		      fi_strerror((int) -ret), eagain);
@@ -644,11 +644,11 @@ static void expect_error(void *context, uint64_t flags, const char *what)
 	rt_note("   %s: err %d (%s), prov_errno %d (%s)", what, e.err,
 		fi_strerror(e.err), e.prov_errno,
 		fi_cq_strerror(in.tx->cq, e.prov_errno, e.err_data, NULL, 0));
-	REXPECT(e.err > 0, "%s: err %d", what, e.err);
-	REXPECT(e.prov_errno != 0, "%s: prov_errno %d", what, e.prov_errno);
-	REXPECT(e.op_context == context, "%s: op_context %p, expected %p",
+	EXPECT(e.err > 0, "%s: err %d", what, e.err);
+	EXPECT(e.prov_errno != 0, "%s: prov_errno %d", what, e.prov_errno);
+	EXPECT(e.op_context == context, "%s: op_context %p, expected %p",
 		what, e.op_context, context);
-	REXPECT((e.flags & (FI_RMA | flags)) == (FI_RMA | flags),
+	EXPECT((e.flags & (FI_RMA | flags)) == (FI_RMA | flags),
 		"%s: flags 0x%" PRIx64, what, e.flags);
 	rt_cq_expect_empty(in.tx, "after the error of %s", what);
 }
@@ -702,7 +702,7 @@ static void part_errors(void)
 
 static void initiator(void *arg)
 {
-	struct rt_chan ch = rt_link_child(&link_);
+	struct itest_chan ch = itest_link_child(&link_);
 	struct rt_node_opts o = { .tx_errors_ok = true, .write_cntr = true,
 				  .read_cntr = true };
 
@@ -727,22 +727,22 @@ static void initiator(void *arg)
 	ask(REQ_DONE, 0, 0, 0, 0, "the end");
 	RT_OK(fi_close(&lmr->fid));
 	rt_node_close(&in);
-	rt_domain_close();
+	itest_domain_close();
 	rt_guarded_free(lbuf);
 }
 
 int main(void)
 {
-	int64_t start = rt_now_ms();
-	struct rt_chan ch;
+	int64_t start = itest_now_ms();
+	struct itest_chan ch;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	rt_link_init(&link_);
-	rt_fork("initiator", initiator, NULL);
-	snprintf(rt_who, sizeof(rt_who), "target");
-	ch = rt_link_parent(&link_);
+	itest_link_init(&link_);
+	itest_fork("initiator", initiator, NULL);
+	snprintf(itest_who, sizeof(itest_who), "target");
+	ch = itest_link_parent(&link_);
 	target(&ch);
-	rt_wait_kids();
+	itest_wait_kids();
 	rt_pass("nrma_rma_ops", start);
 	return 0;
 }
