@@ -1075,19 +1075,30 @@ static int ep_connection(struct nrma_ep *ep, fi_addr_t dest,
 	return ret;
 }
 
-ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *a)
+/* The length of what an operation transmits, or -FI_EINVAL at once. */
+static ssize_t tx_len(const struct nrma_ep *ep, const struct iovec *iov,
+		      size_t count, uint64_t flags)
 {
 	const struct fi_info *info = ep->info;
-	struct nrma_conn *conn;
 	size_t len;
+
+	if (count > info->tx_attr->iov_limit || (count && !iov))
+		return -FI_EINVAL;
+	len = nrma_iov_len(iov, count);
+	if (len > info->ep_attr->max_msg_size ||
+	    ((flags & FI_INJECT) && len > info->tx_attr->inject_size))
+		return -FI_EINVAL;
+	return len;
+}
+
+ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *a)
+{
+	struct nrma_conn *conn;
+	ssize_t len = tx_len(ep, a->iov, a->count, a->flags);
 	ssize_t ret;
 
-	if (a->count > info->tx_attr->iov_limit || (a->count && !a->iov))
-		return -FI_EINVAL;
-	len = nrma_iov_len(a->iov, a->count);
-	if (len > info->ep_attr->max_msg_size ||
-	    ((a->flags & FI_INJECT) && len > info->tx_attr->inject_size))
-		return -FI_EINVAL;
+	if (len < 0)
+		return len;
 	pthread_mutex_lock(&ep->lock);
 	ret = ep_connection(ep, a->dest, &conn);
 	if (!ret) {
@@ -1225,17 +1236,15 @@ static ssize_t post_rma(struct nrma_ep *ep, struct nrma_conn *conn,
 
 ssize_t nrma_proto_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
 {
-	const struct fi_info *info = ep->info;
 	struct nrma_conn *conn;
-	size_t len;
+	ssize_t len = tx_len(ep, a->iov, a->count, a->flags);
 	ssize_t ret;
 
-	if (a->count > info->tx_attr->iov_limit || (a->count && !a->iov))
-		return -FI_EINVAL;
-	len = nrma_iov_len(a->iov, a->count);
-	if (len != a->len || len > info->ep_attr->max_msg_size ||
-	    ((a->flags & FI_INJECT) && (len > info->tx_attr->inject_size ||
-					(a->flags & FI_READ))))
+	if (len < 0)
+		return len;
+	/* The local and remote lengths agree, and reads are never injected. */
+	if ((size_t) len != a->len || (a->flags & (FI_INJECT | FI_READ)) ==
+				      (FI_INJECT | FI_READ))
 		return -FI_EINVAL;
 	pthread_mutex_lock(&ep->lock);
 	ret = ep_connection(ep, a->dest, &conn);
