@@ -404,6 +404,7 @@ struct nrma_recv_args {
 	const struct iovec *iov;
 	void **desc;
 	size_t count;
+	fi_addr_t src;		/* honoured with FI_DIRECTED_RECV */
 	uint64_t tag;
 	uint64_t ignore;
 	uint64_t flags;		/* FI_TAGGED marks a tagged receive */

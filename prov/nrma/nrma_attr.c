@@ -18,7 +18,8 @@
 				 FI_READ | FI_WRITE | FI_FENCE)
 #define NRMA_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | \
 				 FI_REMOTE_READ | FI_REMOTE_WRITE | \
-				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV)
+				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV | \
+				 FI_DIRECTED_RECV)
 /* RC executes an endpoint's requests in order at the target. */
 #define NRMA_MSG_ORDER		(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | \
 				 FI_ORDER_SAW)
@@ -32,6 +33,8 @@
 /* What goes when an application's mr_mode rules RMA out. */
 #define NRMA_RMA_CAPS		(FI_RMA | FI_RMA_EVENT | FI_READ | FI_WRITE | \
 				 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_FENCE)
+
+#define NRMA_TAG_GENERIC	0xAAAAAAAAAAAAAAAAULL
 
 #define NRMA_MR_KEY_SIZE	sizeof(uint64_t)
 #define NRMA_CQ_DATA_SIZE	sizeof(uint32_t)	/* verbs immediate data */
@@ -92,6 +95,8 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->ep_attr->max_msg_size = lim->max_msg_size;
 	info->ep_attr->max_order_raw_size = lim->max_msg_size;
 	info->ep_attr->max_order_waw_size = lim->max_msg_size;
+	/* All 64 tag bits are matched: libfabric's generic tag format. */
+	info->ep_attr->mem_tag_format = NRMA_TAG_GENERIC;
 	info->ep_attr->tx_ctx_cnt = 1;
 	info->ep_attr->rx_ctx_cnt = 1;
 
@@ -505,5 +510,8 @@ int nrma_getinfo(uint32_t version, const char *node, const char *service,
 		tail = &(*tail)->next;
 	}
 	*info = head;
+	if (!head && hints && fi_log_enabled(&nrma_prov, FI_LOG_DEBUG, FI_LOG_CORE))
+		NRMA_DBG(FI_LOG_CORE, "no device matches these hints:\n%s",
+			 fi_tostr(hints, FI_TYPE_INFO));
 	return head ? 0 : -FI_ENODATA;
 }

@@ -12,7 +12,8 @@ static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 {
 	struct nrma_recv_args a = {
 		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-		.flags = flags & ~FI_TAGGED, .context = msg->context,
+		.src = msg->addr, .flags = flags & ~FI_TAGGED,
+		.context = msg->context,
 	};
 
 	return nrma_proto_recv(ep_of(ep_fid), &a);
@@ -23,11 +24,10 @@ static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 			      void *context)
 {
 	struct nrma_recv_args a = {
-		.iov = iov, .desc = desc, .count = count,
+		.iov = iov, .desc = desc, .count = count, .src = src,
 		.flags = ep_of(ep_fid)->rx_op_flags, .context = context,
 	};
 
-	(void) src;	/* no FI_DIRECTED_RECV: any source matches */
 	return nrma_proto_recv(ep_of(ep_fid), &a);
 }
 

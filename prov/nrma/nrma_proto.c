@@ -115,6 +115,7 @@ struct nrma_rx_entry {
 	uint64_t flags;
 	uint64_t tag;
 	uint64_t ignore;
+	fi_addr_t src;			/* FI_DIRECTED_RECV, else FI_ADDR_UNSPEC */
 	size_t offset;			/* FI_MULTI_RECV: bytes used */
 	size_t reads;			/* rendezvous reads landing in it */
 	bool released;			/* off the posted list */
@@ -706,9 +707,14 @@ static void deliver(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 		deliver_eager(ep, rx, hdr, wc_len - sizeof(*hdr), conn);
 }
 
-static bool tag_match(const struct nrma_rx_entry *rx, uint64_t tag)
+/* Whether a message with this tag from this connection may fill rx. */
+static bool rx_match(const struct nrma_rx_entry *rx, uint64_t tag,
+		     struct nrma_conn *conn)
 {
-	return !(rx->flags & FI_TAGGED) || !((rx->tag ^ tag) & ~rx->ignore);
+	if ((rx->flags & FI_TAGGED) && ((rx->tag ^ tag) & ~rx->ignore))
+		return false;
+	return rx->src == FI_ADDR_UNSPEC ||
+	       (conn && nrma_conn_fi_addr(conn) == rx->src);
 }
 
 static struct nrma_match_queue *queue_of(struct nrma_proto *m, bool tagged)
@@ -718,7 +724,8 @@ static struct nrma_match_queue *queue_of(struct nrma_proto *m, bool tagged)
 
 /* The first posted receive this message matches. */
 static struct nrma_rx_entry *match_posted(struct nrma_proto *m,
-					  const struct nrma_hdr *hdr)
+					  const struct nrma_hdr *hdr,
+					  struct nrma_conn *conn)
 {
 	struct nrma_match_queue *q = queue_of(m, hdr->flags & NRMA_HDR_TAGGED);
 	struct nrma_dlist *item;
@@ -727,7 +734,7 @@ static struct nrma_rx_entry *match_posted(struct nrma_proto *m,
 		struct nrma_rx_entry *rx =
 			nrma_container_of(item, struct nrma_rx_entry, link);
 
-		if (tag_match(rx, hdr->tag))
+		if (rx_match(rx, hdr->tag, conn))
 			return rx;
 	}
 	return NULL;
@@ -746,7 +753,7 @@ static struct nrma_unexp *match_unexp(struct nrma_proto *m,
 		const struct nrma_hdr *hdr =
 			nrma_bufpool_buf(&m->rx_bufs, unexp->buf);
 
-		if (tag_match(rx, hdr->tag))
+		if (rx_match(rx, hdr->tag, unexp->conn))
 			return unexp;
 	}
 	return NULL;
@@ -792,7 +799,7 @@ static void on_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		}
 		return;
 	}
-	rx = match_posted(m, hdr);
+	rx = match_posted(m, hdr, conn);
 	NRMA_DBG(FI_LOG_EP_DATA, "message op %u len %" PRIu64 " flags 0x%x: %s\n",
 		 hdr->op, hdr->len, hdr->flags, rx ? "matched" : "unexpected");
 	if (!rx) {
@@ -1304,6 +1311,7 @@ static void rx_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	rx->context = a->context;
 	rx->tag = a->tag;
 	rx->ignore = a->ignore;
+	rx->src = ep->info->caps & FI_DIRECTED_RECV ? a->src : FI_ADDR_UNSPEC;
 	rx->flags = a->flags | (ep->rx_cq_flags & FI_SELECTIVE_COMPLETION ?
 				0 : FI_COMPLETION);
 }

@@ -15,7 +15,7 @@ static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
 {
 	struct nrma_recv_args a = {
 		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-		.tag = msg->tag, .ignore = msg->ignore,
+		.src = msg->addr, .tag = msg->tag, .ignore = msg->ignore,
 		.flags = flags | FI_TAGGED, .context = msg->context,
 	};
 
@@ -27,12 +27,11 @@ static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 				 uint64_t tag, uint64_t ignore, void *context)
 {
 	struct nrma_recv_args a = {
-		.iov = iov, .desc = desc, .count = count, .tag = tag,
-		.ignore = ignore, .context = context,
+		.iov = iov, .desc = desc, .count = count, .src = src,
+		.tag = tag, .ignore = ignore, .context = context,
 		.flags = ep_of(ep_fid)->rx_op_flags | FI_TAGGED,
 	};
 
-	(void) src;	/* no FI_DIRECTED_RECV: any source matches */
 	return nrma_proto_recv(ep_of(ep_fid), &a);
 }
 

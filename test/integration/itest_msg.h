@@ -823,7 +823,7 @@ static struct fid_domain *itest_domain_fid;
 
 /* What the message tests use. */
 #define ITEST_MSG_CAPS	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | \
-			 FI_MULTI_RECV)
+			 FI_MULTI_RECV | FI_DIRECTED_RECV)
 
 /* This process's domain, opened on first use. */
 static inline struct fid_domain *itest_domain(void)

@@ -125,12 +125,17 @@ static void m2o_server(size_t part)
 		EXPECT(itest_node_insert(&n, &name) == i, "sender %zu's "
 		       "fi_addr_t is %" PRIu64, i, n.peer);
 	}
+	/*
+	 * Part 4 directs receive j to sender j % NSENDERS (FI_DIRECTED_RECV):
+	 * then message k of sender s must land in receive s + k * NSENDERS.
+	 */
 	for (size_t j = 0; j < total; j++) {
 		unsigned char *b = buf + j * (RECV_LEN + ITEST_GUARD);
+		fi_addr_t from = part == 4 ? j % NSENDERS : FI_ADDR_UNSPEC;
 
 		itest_guard_reset(b, RECV_LEN, 0);
-		ITEST_POST(fi_recv(n.ep, b, RECV_LEN, NULL, FI_ADDR_UNSPEC,
-				   CTX(j)), "the server's fi_recv");
+		ITEST_POST(fi_recv(n.ep, b, RECV_LEN, NULL, from, CTX(j)),
+			   "the server's fi_recv");
 	}
 	for (size_t i = 0; i < NSENDERS; i++)
 		itest_chan_write(&chans[i], &n.name, sizeof(n.name));
@@ -151,7 +156,7 @@ static void m2o_server(size_t part)
 		const char *what = itest_fmt("part %zu: receive %zu", part, j);
 		unsigned char *b = buf + j * (RECV_LEN + ITEST_GUARD);
 		fi_addr_t src = comp[j].src;
-		size_t seq;
+		size_t seq, directed;
 
 		EXPECT_COMP(comp[j], CTX(j), FI_RECV | FI_MSG, 0, what);
 		EXPECT(src < NSENDERS, "%s: src_addr %" PRIu64 " is not a "
@@ -159,6 +164,11 @@ static void m2o_server(size_t part)
 		seq = next[src]++;
 		EXPECT(seq < PER_SENDER, "%s: more than %d messages from "
 		       "sender %" PRIu64, what, PER_SENDER, src);
+		directed = j % NSENDERS;
+		EXPECT(part != 4 || (src == directed &&
+				     seq == j / NSENDERS),
+		       "%s: directed to sender %zu, got message %zu of sender "
+		       "%" PRIu64, what, directed, seq, src);
 		EXPECT(comp[j].len == m2o_len(src, seq), "%s: len %zu, "
 		       "expected %zu (message %zu of sender %" PRIu64 ")", what,
 		       comp[j].len, m2o_len(src, seq), seq, src);
@@ -545,7 +555,8 @@ int main(void)
 	       secs(t0), NSENDERS * PER_SENDER, NSENDERS);
 	itest_step = "part 4 (senders that close at once)";
 	m2o_server(4);
-	printf("[%5.1f s] senders that close at once: %d messages checked\n",
+	printf("[%5.1f s] senders that close at once, directed receives: "
+	       "%d messages checked\n",
 	       secs(t0), NSENDERS * PER_SENDER);
 	for (size_t i = 0; i < NSENDERS; i++)
 		itest_chan_close(&chans[i]);

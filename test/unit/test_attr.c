@@ -26,7 +26,8 @@
 #define DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* Two-sided messaging, untagged and tagged. */
 #define MSG_TX_CAPS	(FI_MSG | FI_SEND)
-#define MSG_RX_CAPS	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV)
+#define MSG_RX_CAPS	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV | \
+			 FI_DIRECTED_RECV)
 /* One-sided: what goes when the application's mr_mode rules RMA out. */
 #define RMA_TX_CAPS	(FI_RMA | FI_READ | FI_WRITE | FI_FENCE)
 #define RMA_RX_CAPS	(FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE | \
@@ -41,7 +42,7 @@
 #define NO_RMA_OFFER	(FULL_OFFER & ~(uint64_t) RMA_CAPS)
 /* Nothing here does atomic, device-memory, collective or triggered work. */
 #define NEVER_OFFERED	(FI_ATOMIC | FI_HMEM | FI_COLLECTIVE | \
-			 FI_DIRECTED_RECV | FI_TRIGGER | FI_NAMED_RX_CTX | \
+			 FI_TRIGGER | FI_NAMED_RX_CTX | \
 			 FI_MULTICAST | FI_RMA_PMEM | FI_VARIABLE_MSG | \
 			 FI_SOURCE_ERR | FI_SHARED_AV)
 
@@ -205,13 +206,13 @@ static void test_alloc_caps(void **state)
 	assert_int_equal(info->rx_attr->caps,
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_RECV |
 			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT |
-			 FI_SOURCE | FI_MULTI_RECV);
+			 FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
 	assert_int_equal(info->tx_attr->caps, TX_OFFER);
 	assert_int_equal(info->rx_attr->caps, RX_OFFER);
 	/* Receive-side bits stay off the transmit context and vice versa. */
 	assert_bits_clear(info->tx_attr->caps,
-			  FI_RECV | FI_SOURCE | FI_MULTI_RECV |
+			  FI_RECV | FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV |
 			  FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT);
 	assert_bits_clear(info->rx_attr->caps,
 			  FI_SEND | FI_READ | FI_WRITE | FI_FENCE);
@@ -623,7 +624,7 @@ static void test_caps_narrowed(void **state)
 static void test_caps_not_offered(void **state)
 {
 	static const uint64_t never[] = {
-		FI_ATOMIC, FI_HMEM, FI_COLLECTIVE, FI_DIRECTED_RECV,
+		FI_ATOMIC, FI_HMEM, FI_COLLECTIVE,
 		FI_TRIGGER, FI_NAMED_RX_CTX, FI_MULTICAST, FI_RMA_PMEM,
 		FI_VARIABLE_MSG, FI_SOURCE_ERR, FI_SHARED_AV,
 		FI_ATOMIC | FI_READ | FI_WRITE, FI_RMA | FI_ATOMIC,
