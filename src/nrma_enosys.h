@@ -13,12 +13,7 @@
 #include <rdma/fi_collective.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
-#include <rdma/fi_rma.h>
-#include <rdma/fi_tagged.h>
 
-extern struct fi_ops_msg nrma_no_msg_ops;
-extern struct fi_ops_rma nrma_no_rma_ops;
-extern struct fi_ops_tagged nrma_no_tagged_ops;
 extern struct fi_ops_atomic nrma_no_atomic_ops;
 extern struct fi_ops_collective nrma_no_collective_ops;
 
