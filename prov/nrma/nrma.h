@@ -33,12 +33,13 @@
 #define NRMA_PROV_NAME		FI_NRMA_PROV_NAME
 #define NRMA_PROV_VERSION	FI_NRMA_VERSION
 #define NRMA_FI_VERSION		FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-#define NRMA_PROTOCOL_VERSION	1
+#define NRMA_PROTOCOL_VERSION	2
 
 extern struct fi_provider nrma_prov;
 
 struct ibv_qp;
 struct rdma_cm_id;
+struct nrma_cntr;
 struct nrma_ep;
 struct nrma_listener;
 struct nrma_notify;
@@ -57,12 +58,13 @@ struct nrma_params {
 	size_t rx_size;		/* default receive queue depth */
 	size_t cq_size;		/* CQ size when the application gives 0 */
 	size_t cntr_max;	/* counters per domain */
+	size_t notify_cells;	/* notification cells per domain */
 	int wait_spin_us;	/* busy-poll before a blocking wait sleeps */
 	size_t eager_size;	/* largest message sent by copy */
 	size_t unexp_max;	/* unexpected messages held per endpoint */
 	size_t qp_depth;	/* send queue depth per connection */
 	bool notify_fence_always; /* fence every notification atomic */
-	int notify_wake_ms;	/* sleep bound while waiting on a slot */
+	int notify_wake_ms;	/* sleep bound while remote atomics count */
 };
 extern struct nrma_params nrma_params;
 
@@ -173,22 +175,26 @@ int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);
 
 /*
- * Notification region (nrma_notify.c).  An MR key is the verbs rkey in
- * bits 0-31 and the notification slots for writes (32-47) and reads
- * (48-63) that target it; slot 0 means none.
+ * Notification cells (nrma_notify.c): two words that peers bump with
+ * remote atomics, one for writes and one for reads, at these remote
+ * addresses under the cell's own rkey.  An MR key is the data's verbs
+ * rkey in bits 0-31 and its cell's rkey in bits 32-63 (0: no cell).
  */
-#define NRMA_NOTIFY_MAX_SLOTS	65536
+#define NRMA_NOTIFY_WRITE_ADDR	0
+#define NRMA_NOTIFY_READ_ADDR	8
+
+struct nrma_notify_cell;
 
 int nrma_notify_open(struct nrma_domain *domain);
 void nrma_notify_close(struct nrma_domain *domain);
-int nrma_notify_slot_get(struct nrma_domain *domain, uint16_t *slot);
-void nrma_notify_slot_put(struct nrma_domain *domain, uint16_t slot);
-uint64_t nrma_notify_read(const struct nrma_domain *domain, uint16_t slot);
-void nrma_notify_region(const struct nrma_domain *domain, uint64_t *addr,
-			uint32_t *rkey);
-uint64_t nrma_notify_key(uint64_t rkey, uint16_t write_slot, uint16_t read_slot);
-void nrma_notify_key_decode(uint64_t key, uint32_t *rkey, uint16_t *write_slot,
-			    uint16_t *read_slot);
+int nrma_notify_cell_open(struct nrma_domain *domain,
+			  struct nrma_notify_cell **cell);
+int nrma_notify_cell_bind(struct nrma_notify_cell *cell, struct nrma_cntr *cntr,
+			  uint64_t flags);
+uint32_t nrma_notify_cell_rkey(const struct nrma_notify_cell *cell);
+void nrma_notify_cell_close(struct nrma_notify_cell *cell);
+uint64_t nrma_notify_key(uint32_t rkey, uint32_t cell_rkey);
+void nrma_notify_key_decode(uint64_t key, uint32_t *rkey, uint32_t *cell_rkey);
 
 /* Poll sets (nrma_poll.c) */
 int nrma_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
@@ -201,9 +207,8 @@ struct nrma_mr {
 	struct nrma_verbs_mr *verbs;
 	uint64_t access;
 	uint64_t flags;			/* FI_RMA_EVENT */
-	uint64_t rkey;
-	struct nrma_cntr *write_cntr;	/* fi_mr_bind(FI_REMOTE_WRITE) */
-	struct nrma_cntr *read_cntr;	/* fi_mr_bind(FI_REMOTE_READ) */
+	struct nrma_notify_cell *cell;	/* counters bound with fi_mr_bind */
+	bool enabled;			/* fi_mr_enable: no more bindings */
 };
 
 extern struct fi_ops_mr nrma_mr_ops;
@@ -266,10 +271,12 @@ size_t nrma_cq_room(struct nrma_cq *cq);
 struct nrma_cntr {
 	struct fid_cntr cntr_fid;
 	struct nrma_domain *domain;
-	_Atomic uint64_t value;		/* local count, or bias on the slot */
+	_Atomic uint64_t value;		/* local count: bias on the words */
 	_Atomic uint64_t err;
-	pthread_mutex_t lock;
-	uint16_t slot;			/* notification word, 0 if none */
+	pthread_mutex_t lock;		/* guards words */
+	volatile uint64_t **words;	/* notification words counted in */
+	size_t nwords;
+	size_t words_cap;
 	struct nrma_wait wait;
 	struct nrma_ep_set eps;		/* endpoints to progress */
 	atomic_int ref;			/* endpoints bound to it */
@@ -280,8 +287,9 @@ int nrma_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 int nrma_cntr_trywait(struct nrma_cntr *cntr);
 void nrma_cntr_inc(struct nrma_cntr *cntr);
 void nrma_cntr_inc_err(struct nrma_cntr *cntr);
-/* The counter's notification slot, taken on first use. */
-int nrma_cntr_slot(struct nrma_cntr *cntr, uint16_t *slot);
+/* Counts a notification word in, or out once no atomic can reach it. */
+int nrma_cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word);
+void nrma_cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word);
 
 /* Address vector: endpoint names are IPv4 socket addresses. */
 struct nrma_av {
@@ -325,11 +333,7 @@ struct nrma_conn {
 	fi_addr_t fi_addr;		/* FI_ADDR_NOTAVAIL until known */
 	uint32_t qp_num;
 	size_t sq_free;			/* send queue slots not in use */
-	/* the peer's notification region and endpoint-bound slots */
-	uint64_t notify_addr;
-	uint32_t notify_rkey;
-	uint16_t write_slot;
-	uint16_t read_slot;
+	uint32_t notify_rkey;		/* the peer endpoint's cell, 0: none */
 	int64_t started;		/* ms: first attempt to reach the peer */
 };
 
@@ -360,6 +364,7 @@ struct nrma_ep {
 	struct nrma_cntr *write_cntr;
 	struct nrma_cntr *rread_cntr;	/* FI_REMOTE_READ */
 	struct nrma_cntr *rwrite_cntr;	/* FI_REMOTE_WRITE */
+	struct nrma_notify_cell *notify_cell;	/* words of rread/rwrite_cntr */
 	struct nrma_av *av;
 	struct nrma_eq *eq;
 	struct nrma_listener *listener;

@@ -43,10 +43,7 @@ struct nrma_cm_data {
 	uint16_t version;
 	uint16_t reject_reason;
 	struct sockaddr_in name;
-	uint64_t notify_addr;
-	uint32_t notify_rkey;
-	uint16_t write_slot;		/* endpoint's FI_REMOTE_WRITE counter */
-	uint16_t read_slot;		/* endpoint's FI_REMOTE_READ counter */
+	uint32_t notify_rkey;		/* the endpoint's notification cell */
 };
 
 _Static_assert(sizeof(struct nrma_cm_data) <= 56, "rdmacm REQ private data");
@@ -143,29 +140,20 @@ static int name_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b)
 static void cm_data_init(const struct nrma_ep *ep, struct nrma_cm_data *data,
 			 uint16_t reject_reason)
 {
-	uint64_t addr;
-	uint32_t rkey;
-
-	nrma_notify_region(ep->domain, &addr, &rkey);
 	*data = (struct nrma_cm_data) {
 		.magic = htonl(NRMA_CM_MAGIC),
 		.version = htons(NRMA_PROTOCOL_VERSION),
 		.reject_reason = htons(reject_reason),
 		.name = ep->name,
-		.notify_addr = addr,
-		.notify_rkey = rkey,
-		.write_slot = ep->rwrite_cntr ? ep->rwrite_cntr->slot : 0,
-		.read_slot = ep->rread_cntr ? ep->rread_cntr->slot : 0,
+		.notify_rkey = ep->notify_cell ?
+			       nrma_notify_cell_rkey(ep->notify_cell) : 0,
 	};
 }
 
 static void conn_learn_peer(struct nrma_conn *conn,
 			    const struct nrma_cm_data *data)
 {
-	conn->notify_addr = data->notify_addr;
 	conn->notify_rkey = data->notify_rkey;
-	conn->write_slot = data->write_slot;
-	conn->read_slot = data->read_slot;
 }
 
 static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)

@@ -22,32 +22,74 @@ void nrma_cntr_inc_err(struct nrma_cntr *cntr)
 	nrma_wait_signal(&cntr->wait);
 }
 
-/* The local count plus what remote atomics added to the slot. */
-static uint64_t cntr_value(struct nrma_cntr *cntr)
+static uint64_t words_sum(const struct nrma_cntr *cntr)
 {
-	uint64_t value = atomic_load(&cntr->value);
+	uint64_t sum = 0;
 
-	return cntr->slot ? value + nrma_notify_read(cntr->domain, cntr->slot) :
-			    value;
+	for (size_t i = 0; i < cntr->nwords; i++)
+		sum += *cntr->words[i];
+	return sum;
 }
 
-int nrma_cntr_slot(struct nrma_cntr *cntr, uint16_t *slot)
+/* The local count plus what remote atomics added to the watched words. */
+static uint64_t cntr_value(struct nrma_cntr *cntr)
+{
+	uint64_t value;
+
+	pthread_mutex_lock(&cntr->lock);
+	value = atomic_load(&cntr->value) + words_sum(cntr);
+	pthread_mutex_unlock(&cntr->lock);
+	return value;
+}
+
+/* A counter is remote-driven while it watches words: nothing signals it. */
+static bool cntr_remote(struct nrma_cntr *cntr)
+{
+	bool remote;
+
+	pthread_mutex_lock(&cntr->lock);
+	remote = cntr->nwords;
+	pthread_mutex_unlock(&cntr->lock);
+	return remote;
+}
+
+/* The value stays what it was: the bias takes the word's current count. */
+int nrma_cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&cntr->lock);
-	if (!cntr->slot) {
-		uint64_t value = cntr_value(cntr);
+	if (cntr->nwords == cntr->words_cap) {
+		size_t cap = cntr->words_cap ? 2 * cntr->words_cap : 2;
+		volatile uint64_t **words = realloc(cntr->words,
+						    cap * sizeof(*words));
 
-		ret = nrma_notify_slot_get(cntr->domain, &cntr->slot);
-		/* keep the value: the word starts wherever it is */
-		if (!ret)
-			atomic_store(&cntr->value, value -
-				     nrma_notify_read(cntr->domain, cntr->slot));
+		if (words) {
+			cntr->words = words;
+			cntr->words_cap = cap;
+		} else {
+			ret = -FI_ENOMEM;
+		}
 	}
-	*slot = cntr->slot;
+	if (!ret) {
+		cntr->words[cntr->nwords++] = word;
+		atomic_fetch_sub(&cntr->value, *word);
+	}
 	pthread_mutex_unlock(&cntr->lock);
 	return ret;
+}
+
+void nrma_cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
+{
+	pthread_mutex_lock(&cntr->lock);
+	for (size_t i = 0; i < cntr->nwords; i++) {
+		if (cntr->words[i] == word) {
+			atomic_fetch_add(&cntr->value, *word);
+			cntr->words[i] = cntr->words[--cntr->nwords];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cntr->lock);
 }
 
 /* Reading a counter drives progress: nrma's progress model is manual. */
@@ -82,8 +124,7 @@ static int nrma_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 	struct nrma_cntr *cntr = cntr_of(cntr_fid);
 
 	pthread_mutex_lock(&cntr->lock);
-	atomic_store(&cntr->value, cntr->slot ?
-		     value - nrma_notify_read(cntr->domain, cntr->slot) : value);
+	atomic_store(&cntr->value, value - words_sum(cntr));
 	pthread_mutex_unlock(&cntr->lock);
 	nrma_wait_signal(&cntr->wait);
 	return 0;
@@ -118,13 +159,13 @@ static long elapsed_us(const struct timespec *start)
 
 /*
  * Polls for wait_spin_us, then sleeps on the wait object; any local update
- * to the counter wakes it.  Remote atomics wake nobody, so a counter with
- * a notification slot sleeps at most notify_wake_ms at a time.  A new
+ * to the counter wakes it.  Remote atomics wake nobody, so a counter that
+ * watches notification words sleeps at most notify_wake_ms at a time.  A new
  * error ends the wait with -FI_EAVAIL.
  */
-static int sleep_bound(const struct nrma_cntr *cntr, int left_ms)
+static int sleep_bound(struct nrma_cntr *cntr, int left_ms)
 {
-	if (!cntr->slot || (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
+	if (!cntr_remote(cntr) || (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
 		return left_ms;
 	return nrma_params.notify_wake_ms;
 }
@@ -170,7 +211,7 @@ int nrma_cntr_trywait(struct nrma_cntr *cntr)
 
 	nrma_ep_set_progress(&cntr->eps);
 	/* Remote atomics raise no event: such a counter must be polled. */
-	if (cntr->slot)
+	if (cntr_remote(cntr))
 		return -FI_EAGAIN;
 	ret = nrma_ep_set_arm(&cntr->eps);
 	/* Every local change signals the fd: one drained now wakes on the next. */
@@ -195,8 +236,7 @@ static int nrma_cntr_close(struct fid *fid)
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
 	nrma_ep_set_fini(&cntr->eps);
-	if (cntr->slot)
-		nrma_notify_slot_put(cntr->domain, cntr->slot);
+	free(cntr->words);
 	pthread_mutex_destroy(&cntr->lock);
 	nrma_wait_close(&cntr->wait);
 	atomic_fetch_sub(&cntr->domain->ref, 1);

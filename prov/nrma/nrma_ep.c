@@ -173,15 +173,23 @@ static int bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
 	return 0;
 }
 
-/* Peers bump a remote counter's notification word; no progress needed. */
-static int bind_remote_cntr(struct nrma_cntr **slot, struct nrma_cntr *cntr)
+/*
+ * Peers bump a word of the endpoint's notification cell, whose rkey they
+ * learn when they connect: no progress is needed to count.
+ */
+static int bind_remote_cntr(struct nrma_ep *ep, struct nrma_cntr **slot,
+			    struct nrma_cntr *cntr, uint64_t flag)
 {
-	uint16_t word;
 	int ret;
 
 	if (*slot)
 		return -FI_EINVAL;
-	ret = nrma_cntr_slot(cntr, &word);
+	if (!ep->notify_cell) {
+		ret = nrma_notify_cell_open(ep->domain, &ep->notify_cell);
+		if (ret)
+			return ret;
+	}
+	ret = nrma_notify_cell_bind(ep->notify_cell, cntr, flag);
 	return ret ? ret : bind_cntr_slot(slot, cntr);
 }
 
@@ -197,9 +205,11 @@ static int bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
 	    !(ep->info->caps & FI_RMA_EVENT))
 		return -FI_EINVAL;
 	if (flags & FI_REMOTE_WRITE)
-		ret = bind_remote_cntr(&ep->rwrite_cntr, cntr);
+		ret = bind_remote_cntr(ep, &ep->rwrite_cntr, cntr,
+				       FI_REMOTE_WRITE);
 	if ((flags & FI_REMOTE_READ) && !ret)
-		ret = bind_remote_cntr(&ep->rread_cntr, cntr);
+		ret = bind_remote_cntr(ep, &ep->rread_cntr, cntr,
+				       FI_REMOTE_READ);
 	if ((flags & FI_SEND) && !ret)
 		ret = bind_cntr_slot(&ep->send_cntr, cntr);
 	if ((flags & FI_RECV) && !ret)
@@ -387,6 +397,8 @@ static void ep_unbind_all(struct nrma_ep *ep)
 	unbind_cntr(ep, ep->write_cntr);
 	unbind_cntr(ep, ep->rread_cntr);
 	unbind_cntr(ep, ep->rwrite_cntr);
+	if (ep->notify_cell)
+		nrma_notify_cell_close(ep->notify_cell);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)

@@ -13,6 +13,7 @@ struct nrma_params nrma_params = {
 	.rx_size = 512,
 	.cq_size = 1024,
 	.cntr_max = 4096,
+	.notify_cells = 4096,
 	.wait_spin_us = 50,
 	.eager_size = 8192,
 	.unexp_max = 256,
@@ -52,6 +53,9 @@ static void nrma_define_params(void)
 	fi_param_define(&nrma_prov, "cntr_max", FI_PARAM_SIZE_T,
 			"Counters a domain offers (domain_attr cntr_cnt, default: %zu)",
 			nrma_params.cntr_max);
+	fi_param_define(&nrma_prov, "notify_cells", FI_PARAM_SIZE_T,
+			"Notification cells a domain offers: one per endpoint or MR with remote-event counters bound, a pinned page each (default: %zu)",
+			nrma_params.notify_cells);
 	fi_param_define(&nrma_prov, "wait_spin_us", FI_PARAM_INT,
 			"Microseconds a blocking wait polls before it sleeps (default: %d)",
 			nrma_params.wait_spin_us);
@@ -80,6 +84,7 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "rx_size", &nrma_params.rx_size);
 	fi_param_get_size_t(&nrma_prov, "cq_size", &nrma_params.cq_size);
 	fi_param_get_size_t(&nrma_prov, "cntr_max", &nrma_params.cntr_max);
+	fi_param_get_size_t(&nrma_prov, "notify_cells", &nrma_params.notify_cells);
 	fi_param_get_int(&nrma_prov, "wait_spin_us", &nrma_params.wait_spin_us);
 	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
 	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);

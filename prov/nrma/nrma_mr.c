@@ -20,10 +20,8 @@ static int nrma_mr_close(struct fid *fid)
 	ret = nrma_verbs_mr_dereg(mr->verbs);
 	if (ret)
 		return ret;
-	if (mr->write_cntr)
-		atomic_fetch_sub(&mr->write_cntr->ref, 1);
-	if (mr->read_cntr)
-		atomic_fetch_sub(&mr->read_cntr->ref, 1);
+	if (mr->cell)
+		nrma_notify_cell_close(mr->cell);
 	atomic_fetch_sub(&mr->domain->ref, 1);
 	free(mr);
 	return 0;
@@ -31,58 +29,68 @@ static int nrma_mr_close(struct fid *fid)
 
 /*
  * A registration is live from the start and fi_mr_bind updates its key at
- * once, so enabling it (FI_MR_RMA_EVENT) has nothing left to do.
+ * once; enabling it (FI_MR_RMA_EVENT) only closes it to further bindings.
  */
 static int nrma_mr_control(struct fid *fid, int command, void *arg)
 {
-	(void) fid;
+	struct nrma_mr *mr = nrma_container_of(fid, struct nrma_mr, mr_fid.fid);
+
 	(void) arg;
-	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
-}
-
-static int bind_slot(struct nrma_cntr **bound, struct nrma_cntr *cntr,
-		     uint16_t *slot)
-{
-	int ret;
-
-	if (*bound)
-		return -FI_EINVAL;
-	ret = nrma_cntr_slot(cntr, slot);
-	if (ret)
-		return ret;
-	*bound = cntr;
-	atomic_fetch_add(&cntr->ref, 1);
+	if (command != FI_ENABLE)
+		return -FI_ENOSYS;
+	mr->enabled = true;
 	return 0;
 }
 
 /*
- * A counter bound to an FI_RMA_EVENT registration counts the RMA
- * operations that target it: its slot goes into the MR key.
+ * Under FI_MR_RMA_EVENT only registrations made with FI_RMA_EVENT take
+ * counters, and only until they are enabled.
+ */
+static int mr_bind_check(const struct nrma_mr *mr, const struct fid *bfid,
+			 uint64_t flags)
+{
+	const struct fi_info *info = mr->domain->info;
+	const struct nrma_cntr *cntr;
+
+	if (bfid->fclass != FI_CLASS_CNTR || !(info->caps & FI_RMA_EVENT))
+		return -FI_EINVAL;
+	if (flags & ~(FI_REMOTE_WRITE | FI_REMOTE_READ))
+		return -FI_EBADFLAGS;
+	if (!flags || mr->enabled)
+		return -FI_EINVAL;
+	if ((info->domain_attr->mr_mode & FI_MR_RMA_EVENT) &&
+	    !(mr->flags & FI_RMA_EVENT))
+		return -FI_EINVAL;
+	cntr = nrma_container_of(bfid, struct nrma_cntr, cntr_fid.fid);
+	return cntr->domain == mr->domain ? 0 : -FI_EINVAL;
+}
+
+/*
+ * A counter bound to a registration counts the RMA operations that
+ * target it: the rkey of the registration's notification cell goes into
+ * the MR key.
  */
 static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct nrma_mr *mr = nrma_container_of(fid, struct nrma_mr, mr_fid.fid);
-	struct nrma_cntr *cntr;
-	uint16_t write_slot = 0, read_slot = 0;
-	uint32_t rkey;
-	int ret = 0;
+	uint32_t rkey, cell_rkey;
+	int ret;
 
-	if (bfid->fclass != FI_CLASS_CNTR || !(mr->flags & FI_RMA_EVENT))
-		return -FI_EINVAL;
-	if (flags & ~(FI_REMOTE_WRITE | FI_REMOTE_READ))
-		return -FI_EBADFLAGS;
-	if (!flags)
-		return -FI_EINVAL;
-	cntr = nrma_container_of(bfid, struct nrma_cntr, cntr_fid.fid);
-	if (cntr->domain != mr->domain)
-		return -FI_EINVAL;
-	nrma_notify_key_decode(mr->mr_fid.key, &rkey, &write_slot, &read_slot);
-	if (flags & FI_REMOTE_WRITE)
-		ret = bind_slot(&mr->write_cntr, cntr, &write_slot);
-	if (!ret && (flags & FI_REMOTE_READ))
-		ret = bind_slot(&mr->read_cntr, cntr, &read_slot);
-	mr->mr_fid.key = nrma_notify_key(rkey, write_slot, read_slot);
-	return ret;
+	ret = mr_bind_check(mr, bfid, flags);
+	if (ret)
+		return ret;
+	if (!mr->cell) {
+		ret = nrma_notify_cell_open(mr->domain, &mr->cell);
+		if (ret)
+			return ret;
+	}
+	ret = nrma_notify_cell_bind(mr->cell, nrma_container_of(bfid,
+			struct nrma_cntr, cntr_fid.fid), flags);
+	if (ret)
+		return ret;
+	nrma_notify_key_decode(mr->mr_fid.key, &rkey, &cell_rkey);
+	mr->mr_fid.key = nrma_notify_key(rkey, nrma_notify_cell_rkey(mr->cell));
+	return 0;
 }
 
 static struct fi_ops nrma_mr_fi_ops = {

@@ -1160,19 +1160,20 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 }
 
 /*
- * Bumps a notification word at the peer.  It follows its data operation
- * on the same queue pair: RC executes a write before it, but a read only
- * once fenced.
+ * Bumps a word of a notification cell at the peer.  It follows its data
+ * operation on the same queue pair: RC executes a write before it, but a
+ * read only once fenced.
  */
-static struct nrma_wr notify_wr(const struct nrma_conn *conn, uint16_t slot,
+static struct nrma_wr notify_wr(uint32_t cell_rkey,
 				const struct nrma_sge *scratch, bool after_read)
 {
 	return (struct nrma_wr) {
 		.op = NRMA_WR_FETCH_ADD,
 		.sge = scratch,
 		.sge_count = 1,
-		.raddr = conn->notify_addr + slot * sizeof(uint64_t),
-		.rkey = conn->notify_rkey,
+		.raddr = after_read ? NRMA_NOTIFY_READ_ADDR :
+				      NRMA_NOTIFY_WRITE_ADDR,
+		.rkey = cell_rkey,
 		.add = 1,
 		.fence = after_read || nrma_params.notify_fence_always,
 	};
@@ -1184,13 +1185,10 @@ static size_t rma_wrs(const struct nrma_op *op,
 		      struct nrma_wr *wr)
 {
 	bool read = a->flags & FI_READ;
-	uint16_t write_slot, read_slot, mr_slot, ep_slot;
-	uint32_t rkey;
+	uint32_t rkey, cell_rkey;
 	size_t n = 0;
 
-	nrma_notify_key_decode(a->key, &rkey, &write_slot, &read_slot);
-	mr_slot = read ? read_slot : write_slot;
-	ep_slot = read ? op->conn->read_slot : op->conn->write_slot;
+	nrma_notify_key_decode(a->key, &rkey, &cell_rkey);
 	wr[n++] = (struct nrma_wr) {
 		.op = read ? NRMA_WR_READ : a->flags & FI_REMOTE_CQ_DATA ?
 			NRMA_WR_WRITE_IMM : NRMA_WR_WRITE,
@@ -1198,10 +1196,10 @@ static size_t rma_wrs(const struct nrma_op *op,
 		.raddr = a->addr, .rkey = rkey, .imm = (uint32_t) a->data,
 		.fence = a->flags & FI_FENCE,
 	};
-	if (ep_slot)
-		wr[n++] = notify_wr(op->conn, ep_slot, scratch, read);
-	if (mr_slot && mr_slot != ep_slot)
-		wr[n++] = notify_wr(op->conn, mr_slot, scratch, read);
+	if (op->conn->notify_rkey)
+		wr[n++] = notify_wr(op->conn->notify_rkey, scratch, read);
+	if (cell_rkey)
+		wr[n++] = notify_wr(cell_rkey, scratch, read);
 	/* A zero-byte read returns only once the write before it is placed. */
 	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
 		wr[n++] = (struct nrma_wr) { .op = NRMA_WR_READ,

@@ -198,16 +198,15 @@ static int verbs_access(uint64_t access)
 	return flags;
 }
 
-int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf,
-		      size_t len, uint64_t access, struct nrma_verbs_mr **vmr,
-		      uint64_t *key)
+static int verbs_reg(struct nrma_verbs_domain *vd, const void *buf, size_t len,
+		     uint64_t iova, int flags, struct nrma_verbs_mr **vmr)
 {
 	struct nrma_verbs_mr *m;
 
 	m = malloc(sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;
-	m->mr = ibv_reg_mr(vd->pd, (void *) buf, len, verbs_access(access));
+	m->mr = ibv_reg_mr_iova(vd->pd, (void *) buf, len, iova, flags);
 	if (!m->mr) {
 		int ret = errno ? -errno : -FI_EINVAL;
 
@@ -216,11 +215,34 @@ int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf,
 			  fi_strerror(-ret));
 		return ret;
 	}
-	/* rxe hands out rkey 0 for local-only MRs; their lkey stays unique. */
-	*key = (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) ? m->mr->rkey :
-							       m->mr->lkey;
 	*vmr = m;
 	return 0;
+}
+
+int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf,
+		      size_t len, uint64_t access, struct nrma_verbs_mr **vmr,
+		      uint64_t *key)
+{
+	int ret = verbs_reg(vd, buf, len, (uintptr_t) buf, verbs_access(access),
+			    vmr);
+
+	if (ret)
+		return ret;
+	/* rxe hands out rkey 0 for local-only MRs; their lkey stays unique. */
+	*key = (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) ? (*vmr)->mr->rkey :
+							       (*vmr)->mr->lkey;
+	return 0;
+}
+
+int nrma_verbs_notify_reg(struct nrma_verbs_domain *vd, const void *buf,
+			  size_t len, struct nrma_verbs_mr **vmr, uint32_t *rkey)
+{
+	int ret = verbs_reg(vd, buf, len, 0, IBV_ACCESS_LOCAL_WRITE |
+			    IBV_ACCESS_REMOTE_ATOMIC, vmr);
+
+	if (!ret)
+		*rkey = (*vmr)->mr->rkey;
+	return ret;
 }
 
 int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr)

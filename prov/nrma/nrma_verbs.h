@@ -29,6 +29,12 @@ void nrma_verbs_domain_close(struct nrma_verbs_domain *vdom);
 int nrma_verbs_mr_reg(struct nrma_verbs_domain *vdom, const void *buf,
 		      size_t len, uint64_t access, struct nrma_verbs_mr **vmr,
 		      uint64_t *key);
+/*
+ * Registers [buf, buf + len) for remote atomics alone, seen by peers at
+ * remote address 0: the rkey is all they need.  buf is page aligned.
+ */
+int nrma_verbs_notify_reg(struct nrma_verbs_domain *vdom, const void *buf,
+			  size_t len, struct nrma_verbs_mr **vmr, uint32_t *rkey);
 int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr);
 uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr);
 

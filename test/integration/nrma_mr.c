@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Memory registration: access modes, sizes, keys and argument checks. */
+/*
+ * Memory registration: access modes, sizes, keys and argument checks, and
+ * the rules of fi_mr_bind for remote-event counters, with and without
+ * FI_MR_RMA_EVENT, including the domain's limit of notification cells
+ * (FI_NRMA_NOTIFY_CELLS, set small here).
+ */
 #include <sys/uio.h>
 
 #include "itest.h"
 
 #define ACCESS_BITS	6	/* FI_SEND ... FI_REMOTE_WRITE below */
 #define NSIZES		3
+#define NCELLS		6	/* FI_NRMA_NOTIFY_CELLS for this program */
 #define NCOMBOS		((1u << ACCESS_BITS) - 1)	/* non-empty ones */
 
 static const uint64_t access_bit[ACCESS_BITS] = {
@@ -149,18 +155,123 @@ static void check_bad_args(void)
 		  -FI_EINVAL);
 }
 
+static struct fid_cntr *cntr_open(struct fid_domain *dom)
+{
+	struct fid_cntr *cntr;
+
+	CHECK_OK(fi_cntr_open(dom, NULL, &cntr, NULL));
+	return cntr;
+}
+
+/*
+ * Without FI_MR_RMA_EVENT any registration takes counters at any time;
+ * each direction takes one, and a bound counter stays open (-FI_EBUSY)
+ * until its registration closes.
+ */
+static void check_bind(void)
+{
+	static char buf[4096];
+	struct fid_cntr *wc = cntr_open(domain), *rc = cntr_open(domain);
+	struct fid_cq *cq;
+	struct fid_mr *mr;
+	uint64_t plain_key;
+
+	CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0, 0,
+			   &mr, NULL));
+	plain_key = fi_mr_key(mr);
+	CHECK_OK(fi_mr_bind(mr, &wc->fid, FI_REMOTE_WRITE));
+	CHECK(fi_mr_key(mr) != plain_key);
+	CHECK((uint32_t) fi_mr_key(mr) == (uint32_t) plain_key);
+	CHECK_RET(fi_mr_bind(mr, &rc->fid, FI_REMOTE_WRITE), -FI_EINVAL);
+	CHECK_RET(fi_mr_bind(mr, &rc->fid, FI_SEND), -FI_EBADFLAGS);
+	CHECK_RET(fi_mr_bind(mr, &rc->fid, 0), -FI_EINVAL);
+	CHECK_OK(fi_cq_open(domain, &(struct fi_cq_attr) { 0 }, &cq, NULL));
+	CHECK_RET(fi_mr_bind(mr, &cq->fid, FI_REMOTE_READ), -FI_EINVAL);
+	CHECK_OK(fi_close(&cq->fid));
+	CHECK_OK(fi_mr_bind(mr, &rc->fid, FI_REMOTE_READ));
+	CHECK_OK(fi_mr_enable(mr));
+	CHECK_RET(fi_mr_bind(mr, &wc->fid, FI_REMOTE_READ), -FI_EINVAL);
+	CHECK_RET(fi_close(&wc->fid), -FI_EBUSY);
+	CHECK_RET(fi_close(&rc->fid), -FI_EBUSY);
+	CHECK_OK(fi_close(&mr->fid));
+	CHECK_OK(fi_close(&wc->fid));
+	CHECK_OK(fi_close(&rc->fid));
+}
+
+/* Every registration with counters holds a cell until it closes. */
+static void check_cell_limit(void)
+{
+	static char buf[4096];
+	struct fid_cntr *cntr = cntr_open(domain);
+	struct fid_mr *mr[NCELLS + 1];
+
+	for (int i = 0; i <= NCELLS; i++)
+		CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_REMOTE_WRITE,
+				   0, 0, FI_RMA_EVENT, &mr[i], NULL));
+	for (int i = 0; i < NCELLS; i++)
+		CHECK_OK(fi_mr_bind(mr[i], &cntr->fid, FI_REMOTE_WRITE));
+	CHECK_RET(fi_mr_bind(mr[NCELLS], &cntr->fid, FI_REMOTE_WRITE),
+		  -FI_ENOSPC);
+	CHECK_OK(fi_close(&mr[0]->fid));
+	CHECK_OK(fi_mr_bind(mr[NCELLS], &cntr->fid, FI_REMOTE_WRITE));
+	for (int i = 1; i <= NCELLS; i++)
+		CHECK_OK(fi_close(&mr[i]->fid));
+	CHECK_OK(fi_close(&cntr->fid));
+}
+
+/* With FI_MR_RMA_EVENT only FI_RMA_EVENT registrations take counters. */
+static void check_bind_rma_event_mode(struct fid_fabric *fabric)
+{
+	static char buf[4096];
+	struct fi_info *hints = itest_hints(), *info;
+	struct fid_domain *dom;
+	struct fid_cntr *cntr;
+	struct fid_mr *plain, *evented;
+
+	hints->domain_attr->mr_mode |= FI_MR_RMA_EVENT;
+	hints->domain_attr->name = strdup(itest_device());
+	hints->caps = FI_RMA | FI_RMA_EVENT;
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	CHECK(info->domain_attr->mr_mode & FI_MR_RMA_EVENT);
+	CHECK_OK(fi_domain(fabric, info, &dom, NULL));
+	cntr = cntr_open(dom);
+	CHECK_OK(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0, 0,
+			   &plain, NULL));
+	CHECK_OK(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0,
+			   FI_RMA_EVENT, &evented, NULL));
+	CHECK_RET(fi_mr_bind(plain, &cntr->fid, FI_REMOTE_WRITE), -FI_EINVAL);
+	CHECK_OK(fi_mr_bind(evented, &cntr->fid,
+			    FI_REMOTE_WRITE | FI_REMOTE_READ));
+	CHECK_OK(fi_mr_enable(evented));
+	CHECK_RET(fi_mr_bind(evented, &cntr->fid, FI_REMOTE_READ), -FI_EINVAL);
+	CHECK_RET(fi_mr_bind(evented, &cntr->fid, FI_REMOTE_WRITE), -FI_EINVAL);
+	CHECK_OK(fi_close(&plain->fid));
+	CHECK_OK(fi_close(&evented->fid));
+	CHECK_OK(fi_close(&cntr->fid));
+	CHECK_OK(fi_close(&dom->fid));
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
 int main(void)
 {
-	struct fi_info *info = itest_getinfo();
+	struct fi_info *info;
 	struct fid_fabric *fabric;
+	char cells[16];
 
+	snprintf(cells, sizeof(cells), "%d", NCELLS);
+	CHECK(setenv("FI_NRMA_NOTIFY_CELLS", cells, 1) == 0);
+	info = itest_getinfo();
 	CHECK_OK(fi_fabric(info->fabric_attr, &fabric, NULL));
 	CHECK_OK(fi_domain(fabric, info, &domain, NULL));
 	check_access_sizes();
 	check_twice();
 	check_regv_regattr();
 	check_bad_args();
+	check_bind();
+	check_cell_limit();
 	CHECK_OK(fi_close(&domain->fid));
+	check_bind_rma_event_mode(fabric);
 	CHECK_OK(fi_close(&fabric->fid));
 	fi_freeinfo(info);
 	itest_pass("nrma_mr");
