@@ -391,8 +391,8 @@ int nrma_ep_arm(struct nrma_ep *ep);
 int nrma_ep_cm_fd(const struct nrma_ep *ep);
 
 /*
- * The message protocol (nrma_proto.c) behind fi_msg (nrma_msg.c) and
- * fi_tagged (nrma_tagged.c).
+ * The message protocol (nrma_proto.c, nrma_recv.c) behind fi_msg
+ * (nrma_msg.c) and fi_tagged (nrma_tagged.c).
  */
 struct nrma_send_args {
 	const struct iovec *iov;
@@ -431,7 +431,6 @@ struct nrma_rma_args {
 	void *context;
 };
 
-ssize_t nrma_proto_rma(struct nrma_ep *ep, const struct nrma_rma_args *args);
 extern struct fi_ops_rma nrma_rma_ops;
 ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
 

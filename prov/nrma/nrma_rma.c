@@ -1,11 +1,187 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * fi_rma: RDMA reads and writes, each followed by the notification
- * atomics its target asked for (nrma_proto.c posts them).
+ * fi_rma: RDMA reads and writes, each followed on the same queue pair by
+ * the notification atomics its target asked for.  Small ones go through
+ * a bounce buffer; larger ones use the application's registration, or
+ * one the operation makes.
  */
+#include <string.h>
+
 #include <rdma/fi_rma.h>
 
-#include "nrma.h"
+#include "nrma_iov.h"
+#include "nrma_proto.h"
+
+/* Where the data comes from or lands: a bounce buffer, or the iovs. */
+static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
+		     const struct nrma_rma_args *a, struct nrma_sge *sge)
+{
+	struct nrma_proto *m = ep->proto;
+	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
+	size_t n = 0;
+
+	if (op->len <= m->eager_size) {
+		op->buf = nrma_bufpool_get(&m->tx_bufs);
+		if (op->buf < 0)
+			return -FI_EAGAIN;
+		if (access == FI_WRITE)
+			nrma_iov_gather(nrma_bufpool_buf(&m->tx_bufs, op->buf),
+					a->iov, a->count, 0, op->len);
+		memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
+		op->iov_count = a->count;
+		sge[0] = nrma_tx_buf_sge(m, op, op->len);
+		return 1;
+	}
+	for (size_t i = 0; i < a->count; i++) {
+		struct nrma_verbs_mr *vmr;
+		uint64_t key;
+		int ret;
+
+		if (!a->iov[i].iov_len)
+			continue;
+		ret = nrma_op_buf_mr(ep, op, a->desc ? a->desc[i] : NULL,
+				     &a->iov[i], access, &vmr, &key);
+		if (ret)
+			return ret;
+		sge[n++] = (struct nrma_sge) {
+			.addr = (uintptr_t) a->iov[i].iov_base,
+			.len = a->iov[i].iov_len,
+			.lkey = nrma_verbs_mr_lkey(vmr),
+		};
+	}
+	return n;
+}
+
+/*
+ * Bumps a word of a notification cell at the peer.  It follows its data
+ * operation on the same queue pair: RC executes a write before it, but a
+ * read only once fenced.
+ */
+static struct nrma_wr notify_wr(uint32_t cell_rkey,
+				const struct nrma_sge *scratch, bool after_read)
+{
+	return (struct nrma_wr) {
+		.op = NRMA_WR_FETCH_ADD,
+		.sge = scratch,
+		.sge_count = 1,
+		.raddr = after_read ? NRMA_NOTIFY_READ_ADDR :
+				      NRMA_NOTIFY_WRITE_ADDR,
+		.rkey = cell_rkey,
+		.add = 1,
+		.fence = after_read || nrma_params.notify_fence_always,
+	};
+}
+
+static size_t rma_wrs(const struct nrma_op *op,
+		      const struct nrma_rma_args *a, const struct nrma_sge *sge,
+		      size_t sge_count, const struct nrma_sge *scratch,
+		      struct nrma_wr *wr)
+{
+	bool read = a->flags & FI_READ;
+	uint32_t rkey, cell_rkey;
+	size_t n = 0;
+
+	nrma_notify_key_decode(a->key, &rkey, &cell_rkey);
+	wr[n++] = (struct nrma_wr) {
+		.op = read ? NRMA_WR_READ : a->flags & FI_REMOTE_CQ_DATA ?
+			NRMA_WR_WRITE_IMM : NRMA_WR_WRITE,
+		.sge = sge, .sge_count = sge_count,
+		.raddr = a->addr, .rkey = rkey, .imm = (uint32_t) a->data,
+		.fence = a->flags & FI_FENCE,
+	};
+	if (op->conn->notify_rkey)
+		wr[n++] = notify_wr(op->conn->notify_rkey, scratch, read);
+	if (cell_rkey)
+		wr[n++] = notify_wr(cell_rkey, scratch, read);
+	/* A zero-byte read returns only once the write before it is placed. */
+	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
+		wr[n++] = (struct nrma_wr) { .op = NRMA_WR_READ,
+					     .raddr = a->addr, .rkey = rkey };
+	return n;
+}
+
+static ssize_t post_rma(struct nrma_ep *ep, struct nrma_conn *conn,
+			const struct nrma_rma_args *a, size_t len)
+{
+	struct nrma_proto *m = ep->proto;
+	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = {
+		.addr = (uintptr_t) m->scratch, .len = sizeof(*m->scratch),
+		.lkey = nrma_verbs_mr_lkey(m->scratch_mr),
+	};
+	struct nrma_wr wr[3];
+	struct nrma_op *op;
+	int n;
+
+	if (m->sends == m->sends_max)
+		return -FI_EAGAIN;
+	op = nrma_op_alloc(m, NRMA_OP_RMA, conn);
+	if (!op)
+		return -FI_EAGAIN;
+	op->context = a->context;
+	op->len = len;
+	op->flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
+		    nrma_tx_comp_flags(ep, a->flags);
+	n = rma_local(ep, op, a, sge);
+	if (n >= 0)
+		n = nrma_op_post(m, op, wr,
+				 rma_wrs(op, a, sge, n, &scratch, wr));
+	if (n) {
+		nrma_op_free(m, op);
+		return n;
+	}
+	m->sends++;
+	return 0;
+}
+
+static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
+{
+	struct nrma_conn *conn;
+	ssize_t len = nrma_tx_len(ep, a->iov, a->count, a->flags);
+	ssize_t ret;
+
+	if (len < 0)
+		return len;
+	/* The local and remote lengths agree, and reads are never injected. */
+	if ((size_t) len != a->len || (a->flags & (FI_INJECT | FI_READ)) ==
+				      (FI_INJECT | FI_READ))
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->lock);
+	ret = nrma_ep_connection(ep, a->dest, &conn);
+	if (!ret) {
+		ret = post_rma(ep, conn, a, len);
+		if (ret == -FI_EAGAIN)
+			nrma_proto_progress(ep);
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
+{
+	if (op->wc_pending)
+		return;
+	if (!op->error && op->buf >= 0 && (op->flags & FI_READ))
+		nrma_iov_scatter(op->iov, op->iov_count, 0,
+				 nrma_bufpool_buf(&ep->proto->tx_bufs, op->buf),
+				 op->len);
+	nrma_report_tx(ep, op);
+	ep->proto->sends--;
+	nrma_op_free(ep->proto, op);
+}
+
+/* An RDMA write with immediate data: the data is in place already. */
+void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
+			 struct nrma_conn *conn)
+{
+	struct nrma_cq_entry entry = {
+		.comp = { .flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+			  .len = wc->len, .data = wc->imm },
+		.src_addr = nrma_source_of(ep, conn),
+	};
+
+	if (ep->rx_cq)
+		nrma_cq_write(ep->rx_cq, &entry);
+}
 
 static struct nrma_ep *ep_of(struct fid_ep *ep_fid)
 {
@@ -27,7 +203,7 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 	a.addr = msg->rma_iov[0].addr;
 	a.len = msg->rma_iov[0].len;
 	a.key = msg->rma_iov[0].key;
-	return nrma_proto_rma(ep_of(ep_fid), &a);
+	return rma_submit(ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_rma_readmsg(struct fid_ep *ep_fid,
@@ -55,7 +231,7 @@ static ssize_t rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
 
 	for (size_t i = 0; iov && i < count; i++)
 		a.len += iov[i].iov_len;
-	return nrma_proto_rma(ep_of(ep_fid), &a);
+	return rma_submit(ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -116,7 +292,7 @@ static ssize_t nrma_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.flags = FI_WRITE | FI_INJECT | FI_REMOTE_CQ_DATA,
 	};
 
-	return nrma_proto_rma(ep_of(ep_fid), &a);
+	return rma_submit(ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
@@ -129,7 +305,7 @@ static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
 		.len = len, .key = key, .flags = FI_WRITE | FI_INJECT,
 	};
 
-	return nrma_proto_rma(ep_of(ep_fid), &a);
+	return rma_submit(ep_of(ep_fid), &a);
 }
 
 struct fi_ops_rma nrma_rma_ops = {

@@ -1018,16 +1018,22 @@ static ssize_t p5_write(struct rt_node *n, uint64_t i, void *arg)
 			p->rk.addr + (i % 512) * 8, p->rk.key, NULL);
 }
 
+/* Stamped sources and the target's first key, as parts 5 and 7 write. */
+static void p5_open(struct rt_node *n, struct keymsg *km, struct p5 *p)
+{
+	for (int i = 0; i < 512; i++)
+		p->src[i] = stamp(i);
+	init_open(n, km);
+	p->rk = km->k[0];
+}
+
 static void part5_initiator(void)
 {
 	struct keymsg km;
 	struct rt_node n;
 	struct p5 p;
 
-	for (int i = 0; i < 512; i++)
-		p.src[i] = stamp(i);
-	init_open(&n, &km);
-	p.rk = km.k[0];
+	p5_open(&n, &km, &p);
 	run_ops(&n, P5_WARM, 32, p5_write, &p, "the first writes");
 	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the target's fi_cntr_set(0)");
@@ -1234,10 +1240,7 @@ static void part7_initiator(void)
 	struct rt_node n;
 	struct p5 p;
 
-	for (int i = 0; i < 512; i++)
-		p.src[i] = stamp(i);
-	init_open(&n, &km);
-	p.rk = km.k[0];
+	p5_open(&n, &km, &p);
 	rt_expect(&cc, SIG_GO, "the target's go");
 	usleep(100000);		/* let the target go to sleep */
 	run_ops(&n, P7_WRITES, 32, p5_write, &p, "writes for fi_cntr_wait");
