@@ -34,9 +34,6 @@ NRMA_ENOSYS(int, nrma_no_stx_ctx, struct fid_domain *domain,
 	    struct fi_tx_attr *attr, struct fid_stx **stx, void *context)
 NRMA_ENOSYS(int, nrma_no_srx_ctx, struct fid_domain *domain,
 	    struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context)
-NRMA_ENOSYS(int, nrma_no_query_atomic, struct fid_domain *domain,
-	    enum fi_datatype datatype, enum fi_op op,
-	    struct fi_atomic_attr *attr, uint64_t flags)
 NRMA_ENOSYS(int, nrma_no_query_collective, struct fid_domain *domain,
 	    enum fi_collective_op coll, struct fi_collective_attr *attr,
 	    uint64_t flags)
@@ -58,73 +55,6 @@ NRMA_ENOSYS(int, nrma_no_passive_ep, struct fid_fabric *fabric,
 NRMA_ENOSYS(int, nrma_no_domain2, struct fid_fabric *fabric,
 	    struct fi_info *info, struct fid_domain **dom, uint64_t flags,
 	    void *context)
-
-/* Atomics */
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_write, struct fid_ep *ep,
-		   const void *buf, size_t count, void *desc,
-		   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-		   enum fi_datatype datatype, enum fi_op op, void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_writev, struct fid_ep *ep,
-		   const struct fi_ioc *iov, void **desc, size_t count,
-		   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-		   enum fi_datatype datatype, enum fi_op op, void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_writemsg, struct fid_ep *ep,
-		   const struct fi_msg_atomic *msg, uint64_t flags)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_inject, struct fid_ep *ep,
-		   const void *buf, size_t count, fi_addr_t dest_addr,
-		   uint64_t addr, uint64_t key, enum fi_datatype datatype,
-		   enum fi_op op)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_readwrite, struct fid_ep *ep,
-		   const void *buf, size_t count, void *desc, void *result,
-		   void *result_desc, fi_addr_t dest_addr, uint64_t addr,
-		   uint64_t key, enum fi_datatype datatype, enum fi_op op,
-		   void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_readwritev, struct fid_ep *ep,
-		   const struct fi_ioc *iov, void **desc, size_t count,
-		   struct fi_ioc *resultv, void **result_desc,
-		   size_t result_count, fi_addr_t dest_addr, uint64_t addr,
-		   uint64_t key, enum fi_datatype datatype, enum fi_op op,
-		   void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_readwritemsg, struct fid_ep *ep,
-		   const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
-		   void **result_desc, size_t result_count, uint64_t flags)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_compwrite, struct fid_ep *ep,
-		   const void *buf, size_t count, void *desc,
-		   const void *compare, void *compare_desc, void *result,
-		   void *result_desc, fi_addr_t dest_addr, uint64_t addr,
-		   uint64_t key, enum fi_datatype datatype, enum fi_op op,
-		   void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_compwritev, struct fid_ep *ep,
-		   const struct fi_ioc *iov, void **desc, size_t count,
-		   const struct fi_ioc *comparev, void **compare_desc,
-		   size_t compare_count, struct fi_ioc *resultv,
-		   void **result_desc, size_t result_count,
-		   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-		   enum fi_datatype datatype, enum fi_op op, void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_atomic_compwritemsg, struct fid_ep *ep,
-		   const struct fi_msg_atomic *msg,
-		   const struct fi_ioc *comparev, void **compare_desc,
-		   size_t compare_count, struct fi_ioc *resultv,
-		   void **result_desc, size_t result_count, uint64_t flags)
-NRMA_ENOSYS_STATIC(int, no_atomic_valid, struct fid_ep *ep,
-		   enum fi_datatype datatype, enum fi_op op, size_t *count)
-
-struct fi_ops_atomic nrma_no_atomic_ops = {
-	.size = sizeof(struct fi_ops_atomic),
-	.write = no_atomic_write,
-	.writev = no_atomic_writev,
-	.writemsg = no_atomic_writemsg,
-	.inject = no_atomic_inject,
-	.readwrite = no_atomic_readwrite,
-	.readwritev = no_atomic_readwritev,
-	.readwritemsg = no_atomic_readwritemsg,
-	.compwrite = no_atomic_compwrite,
-	.compwritev = no_atomic_compwritev,
-	.compwritemsg = no_atomic_compwritemsg,
-	.writevalid = no_atomic_valid,
-	.readwritevalid = no_atomic_valid,
-	.compwritevalid = no_atomic_valid,
-};
 
 /* Collectives */
 NRMA_ENOSYS_STATIC(ssize_t, no_coll_barrier, struct fid_ep *ep,

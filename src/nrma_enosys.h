@@ -8,13 +8,11 @@
 #define NRMA_ENOSYS_H
 
 #include <rdma/fabric.h>
-#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_collective.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
-extern struct fi_ops_atomic nrma_no_atomic_ops;
 extern struct fi_ops_collective nrma_no_collective_ops;
 
 int nrma_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -37,9 +35,6 @@ int nrma_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 		    struct fid_stx **stx, void *context);
 int nrma_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 		    struct fid_ep **rx_ep, void *context);
-int nrma_no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-			 enum fi_op op, struct fi_atomic_attr *attr,
-			 uint64_t flags);
 int nrma_no_query_collective(struct fid_domain *domain,
 			     enum fi_collective_op coll,
 			     struct fi_collective_attr *attr, uint64_t flags);

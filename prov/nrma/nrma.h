@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -432,6 +433,10 @@ struct nrma_rma_args {
 };
 
 extern struct fi_ops_rma nrma_rma_ops;
+extern struct fi_ops_atomic nrma_atomic_ops;
+int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		      enum fi_op op, struct fi_atomic_attr *attr,
+		      uint64_t flags);
 ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
 
 extern struct fi_ops_msg nrma_msg_ops;

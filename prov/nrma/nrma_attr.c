@@ -14,10 +14,10 @@
 
 /* What works today; later features add their bits here. */
 #define NRMA_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define NRMA_TX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | \
-				 FI_READ | FI_WRITE | FI_FENCE)
-#define NRMA_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | \
-				 FI_REMOTE_READ | FI_REMOTE_WRITE | \
+#define NRMA_TX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | \
+				 FI_SEND | FI_READ | FI_WRITE | FI_FENCE)
+#define NRMA_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | \
+				 FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | \
 				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV | \
 				 FI_DIRECTED_RECV)
 /* RC executes an endpoint's requests in order at the target. */
@@ -31,8 +31,9 @@
 #define NRMA_RMA_TARGET_CAPS	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
 				 FI_REMOTE_WRITE)
 /* What goes when an application's mr_mode rules RMA out. */
-#define NRMA_RMA_CAPS		(FI_RMA | FI_RMA_EVENT | FI_READ | FI_WRITE | \
-				 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_FENCE)
+#define NRMA_RMA_CAPS		(FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_READ | \
+				 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
+				 FI_FENCE)
 
 #define NRMA_TAG_GENERIC	0xAAAAAAAAAAAAAAAAULL
 

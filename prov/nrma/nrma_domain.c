@@ -60,7 +60,7 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.poll_open = nrma_poll_open,
 	.stx_ctx = nrma_no_stx_ctx,
 	.srx_ctx = nrma_no_srx_ctx,
-	.query_atomic = nrma_no_query_atomic,
+	.query_atomic = nrma_query_atomic,
 	.query_collective = nrma_no_query_collective,
 	.endpoint2 = nrma_no_endpoint2,
 };

@@ -631,7 +631,7 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->ep_fid.msg = &nrma_msg_ops;
 	ep->ep_fid.rma = &nrma_rma_ops;
 	ep->ep_fid.tagged = &nrma_tagged_ops;
-	ep->ep_fid.atomic = &nrma_no_atomic_ops;
+	ep->ep_fid.atomic = &nrma_atomic_ops;
 	ep->ep_fid.collective = &nrma_no_collective_ops;
 	atomic_fetch_add(&domain->ref, 1);
 	*ep_fid = &ep->ep_fid;

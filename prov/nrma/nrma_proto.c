@@ -93,6 +93,18 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_proto *m, enum nrma_op_kind kind,
 	return op;
 }
 
+/* An application's transmit, while tx_attr->size allows one more. */
+struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
+				 struct nrma_conn *conn, bool bounce)
+{
+	struct nrma_proto *m = ep->proto;
+
+	if (m->sends == m->sends_max)
+		return NULL;
+	return bounce ? nrma_op_alloc_buf(m, kind, conn) :
+			nrma_op_alloc(m, kind, conn);
+}
+
 /* The op a peer's ACK names, if it is still waiting for one. */
 struct nrma_op *nrma_op_by_token(struct nrma_proto *m, uint64_t token)
 {
@@ -112,6 +124,15 @@ struct nrma_sge nrma_tx_buf_sge(const struct nrma_proto *m,
 		.addr = (uintptr_t) nrma_bufpool_buf(&m->tx_bufs, op->buf),
 		.len = len,
 		.lkey = nrma_verbs_mr_lkey(m->tx_mr),
+	};
+}
+
+/* Where atomics whose old value nobody wants fetch it to. */
+struct nrma_sge nrma_scratch_sge(const struct nrma_proto *m)
+{
+	return (struct nrma_sge) {
+		.addr = (uintptr_t) m->scratch, .len = sizeof(*m->scratch),
+		.lkey = nrma_verbs_mr_lkey(m->scratch_mr),
 	};
 }
 
@@ -393,8 +414,9 @@ uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags)
 }
 
 static ssize_t post_send(struct nrma_ep *ep, struct nrma_conn *conn,
-			 const struct nrma_send_args *a, size_t msg_len)
+			 const void *args, size_t msg_len)
 {
+	const struct nrma_send_args *a = args;
 	struct nrma_proto *m = ep->proto;
 	struct nrma_hdr *hdr;
 	struct nrma_sge sge;
@@ -402,9 +424,7 @@ static ssize_t post_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_op *op;
 	int len;
 
-	if (m->sends == m->sends_max)
-		return -FI_EAGAIN;
-	op = nrma_op_alloc_buf(m, NRMA_OP_SEND, conn);
+	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, true);
 	if (!op)
 		return -FI_EAGAIN;
 	op->context = a->context;
@@ -438,8 +458,8 @@ static ssize_t post_send(struct nrma_ep *ep, struct nrma_conn *conn,
 }
 
 /* The connection to dest, once it is up.  Called with ep->lock held. */
-int nrma_ep_connection(struct nrma_ep *ep, fi_addr_t dest,
-		       struct nrma_conn **conn)
+static int ep_connection(struct nrma_ep *ep, fi_addr_t dest,
+			 struct nrma_conn **conn)
 {
 	int ret;
 
@@ -469,23 +489,32 @@ ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
 	return len;
 }
 
-ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *a)
+/*
+ * Posts an application's transmit with post() once the connection to
+ * dest is up.  A full queue progresses the endpoint and says -FI_EAGAIN.
+ */
+ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
+		       nrma_tx_post_fn post, const void *args, size_t len)
 {
 	struct nrma_conn *conn;
-	ssize_t len = nrma_tx_len(ep, a->iov, a->count, a->flags);
 	ssize_t ret;
 
-	if (len < 0)
-		return len;
 	pthread_mutex_lock(&ep->lock);
-	ret = nrma_ep_connection(ep, a->dest, &conn);
+	ret = ep_connection(ep, dest, &conn);
 	if (!ret) {
-		ret = post_send(ep, conn, a, len);
+		ret = post(ep, conn, args, len);
 		if (ret == -FI_EAGAIN)
 			nrma_proto_progress(ep);
 	}
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
+}
+
+ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *a)
+{
+	ssize_t len = nrma_tx_len(ep, a->iov, a->count, a->flags);
+
+	return len < 0 ? len : nrma_tx_submit(ep, a->dest, post_send, a, len);
 }
 
 /* Set-up */

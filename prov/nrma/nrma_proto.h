@@ -162,8 +162,15 @@ void nrma_report_tx(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
 fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn);
 uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags);
-int nrma_ep_connection(struct nrma_ep *ep, fi_addr_t dest,
-		       struct nrma_conn **conn);
+struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
+				 struct nrma_conn *conn, bool bounce);
+struct nrma_sge nrma_scratch_sge(const struct nrma_proto *m);
+
+/* Posts one application transmit over conn; len is its payload. */
+typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
+				   const void *args, size_t len);
+ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
+		       nrma_tx_post_fn post, const void *args, size_t len);
 ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
 		    size_t count, uint64_t flags);
 
@@ -177,6 +184,9 @@ void nrma_reads_retry(struct nrma_ep *ep);
 void nrma_acks_retry(struct nrma_ep *ep);
 
 /* RMA (nrma_rma.c) */
+size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
+		       bool fence, const struct nrma_sge *scratch,
+		       struct nrma_wr *wr);
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 			 struct nrma_conn *conn);

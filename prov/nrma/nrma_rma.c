@@ -55,21 +55,40 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 /*
  * Bumps a word of a notification cell at the peer.  It follows its data
  * operation on the same queue pair: RC executes a write before it, but a
- * read only once fenced.
+ * read or an atomic only once fenced.
  */
 static struct nrma_wr notify_wr(uint32_t cell_rkey,
-				const struct nrma_sge *scratch, bool after_read)
+				const struct nrma_sge *scratch, bool read,
+				bool fence)
 {
 	return (struct nrma_wr) {
 		.op = NRMA_WR_FETCH_ADD,
 		.sge = scratch,
 		.sge_count = 1,
-		.raddr = after_read ? NRMA_NOTIFY_READ_ADDR :
-				      NRMA_NOTIFY_WRITE_ADDR,
+		.raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR,
 		.rkey = cell_rkey,
 		.add = 1,
-		.fence = after_read || nrma_params.notify_fence_always,
+		.fence = fence || nrma_params.notify_fence_always,
 	};
+}
+
+/*
+ * The notifications an operation with this key owes the peer: one for
+ * the peer endpoint's cell, one for the key's; read picks their word.
+ */
+size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
+		       bool fence, const struct nrma_sge *scratch,
+		       struct nrma_wr *wr)
+{
+	uint32_t rkey, cell_rkey;
+	size_t n = 0;
+
+	nrma_notify_key_decode(key, &rkey, &cell_rkey);
+	if (conn->notify_rkey)
+		wr[n++] = notify_wr(conn->notify_rkey, scratch, read, fence);
+	if (cell_rkey)
+		wr[n++] = notify_wr(cell_rkey, scratch, read, fence);
+	return n;
 }
 
 static size_t rma_wrs(const struct nrma_op *op,
@@ -78,10 +97,9 @@ static size_t rma_wrs(const struct nrma_op *op,
 		      struct nrma_wr *wr)
 {
 	bool read = a->flags & FI_READ;
-	uint32_t rkey, cell_rkey;
+	uint32_t rkey = (uint32_t) a->key;
 	size_t n = 0;
 
-	nrma_notify_key_decode(a->key, &rkey, &cell_rkey);
 	wr[n++] = (struct nrma_wr) {
 		.op = read ? NRMA_WR_READ : a->flags & FI_REMOTE_CQ_DATA ?
 			NRMA_WR_WRITE_IMM : NRMA_WR_WRITE,
@@ -89,10 +107,7 @@ static size_t rma_wrs(const struct nrma_op *op,
 		.raddr = a->addr, .rkey = rkey, .imm = (uint32_t) a->data,
 		.fence = a->flags & FI_FENCE,
 	};
-	if (op->conn->notify_rkey)
-		wr[n++] = notify_wr(op->conn->notify_rkey, scratch, read);
-	if (cell_rkey)
-		wr[n++] = notify_wr(cell_rkey, scratch, read);
+	n += nrma_notify_wrs(op->conn, a->key, read, read, scratch, wr + n);
 	/* A zero-byte read returns only once the write before it is placed. */
 	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
 		wr[n++] = (struct nrma_wr) { .op = NRMA_WR_READ,
@@ -101,20 +116,16 @@ static size_t rma_wrs(const struct nrma_op *op,
 }
 
 static ssize_t post_rma(struct nrma_ep *ep, struct nrma_conn *conn,
-			const struct nrma_rma_args *a, size_t len)
+			const void *args, size_t len)
 {
+	const struct nrma_rma_args *a = args;
 	struct nrma_proto *m = ep->proto;
-	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = {
-		.addr = (uintptr_t) m->scratch, .len = sizeof(*m->scratch),
-		.lkey = nrma_verbs_mr_lkey(m->scratch_mr),
-	};
+	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(m);
 	struct nrma_wr wr[3];
 	struct nrma_op *op;
 	int n;
 
-	if (m->sends == m->sends_max)
-		return -FI_EAGAIN;
-	op = nrma_op_alloc(m, NRMA_OP_RMA, conn);
+	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
 	if (!op)
 		return -FI_EAGAIN;
 	op->context = a->context;
@@ -135,9 +146,7 @@ static ssize_t post_rma(struct nrma_ep *ep, struct nrma_conn *conn,
 
 static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 {
-	struct nrma_conn *conn;
 	ssize_t len = nrma_tx_len(ep, a->iov, a->count, a->flags);
-	ssize_t ret;
 
 	if (len < 0)
 		return len;
@@ -145,15 +154,7 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	if ((size_t) len != a->len || (a->flags & (FI_INJECT | FI_READ)) ==
 				      (FI_INJECT | FI_READ))
 		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->lock);
-	ret = nrma_ep_connection(ep, a->dest, &conn);
-	if (!ret) {
-		ret = post_rma(ep, conn, a, len);
-		if (ret == -FI_EAGAIN)
-			nrma_proto_progress(ep);
-	}
-	pthread_mutex_unlock(&ep->lock);
-	return ret;
+	return nrma_tx_submit(ep, a->dest, post_rma, a, len);
 }
 
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)

@@ -431,6 +431,7 @@ static const enum ibv_wr_opcode wr_opcode[] = {
 	[NRMA_WR_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
 	[NRMA_WR_READ] = IBV_WR_RDMA_READ,
 	[NRMA_WR_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+	[NRMA_WR_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
 };
 
 static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
@@ -444,10 +445,11 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 		.opcode = wr_opcode[wr->op],
 		.send_flags = wr->fence ? IBV_SEND_FENCE : 0,
 	};
-	if (wr->op == NRMA_WR_FETCH_ADD) {
+	if (wr->op == NRMA_WR_FETCH_ADD || wr->op == NRMA_WR_CMP_SWAP) {
 		ibv_wr->wr.atomic.remote_addr = wr->raddr;
 		ibv_wr->wr.atomic.rkey = wr->rkey;
 		ibv_wr->wr.atomic.compare_add = wr->add;
+		ibv_wr->wr.atomic.swap = wr->swap;
 	} else {
 		ibv_wr->wr.rdma.remote_addr = wr->raddr;
 		ibv_wr->wr.rdma.rkey = wr->rkey;

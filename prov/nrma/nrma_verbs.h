@@ -84,6 +84,7 @@ enum nrma_wr_op {
 	NRMA_WR_WRITE_IMM,
 	NRMA_WR_READ,
 	NRMA_WR_FETCH_ADD,	/* 64-bit, at raddr; fetches into sge[0] */
+	NRMA_WR_CMP_SWAP,	/* 64-bit: swap if equal to add; likewise */
 };
 
 /* A work request, stripped of verbs types.  Every one is signalled. */
@@ -95,7 +96,8 @@ struct nrma_wr {
 	uint64_t raddr;
 	uint32_t rkey;
 	uint32_t imm;
-	uint64_t add;
+	uint64_t add;		/* FETCH_ADD's addend, CMP_SWAP's compare */
+	uint64_t swap;
 	/* Wait for earlier reads and atomics on the queue pair. */
 	bool fence;
 };

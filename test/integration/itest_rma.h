@@ -97,14 +97,45 @@ static inline uint64_t rt_cntr_reach_at(const char *file, int line,
 	return v;
 }
 
+/* Peers: one target (the parent) and n initiators (its children). */
+
+/*
+ * Forks n initiators, each running fn with its index as the argument; the
+ * target keeps its ends of the links in pc.
+ */
+static inline void rt_fork_initiators(struct itest_link *links,
+				      struct itest_chan *pc, int n,
+				      void (*fn)(void *))
+{
+	for (int i = 0; i < n; i++)
+		itest_link_init(&links[i]);
+	for (uintptr_t i = 0; i < (uintptr_t) n; i++)
+		itest_fork(itest_fmt("initiator %u", (unsigned) i), fn,
+			   (void *) i);
+	snprintf(itest_who, sizeof(itest_who), "target");
+	for (int i = 0; i < n; i++)
+		pc[i] = itest_link_parent(&links[i]);
+}
+
+/* Initiator me's end of its link to the target; the others' are closed. */
+static inline struct itest_chan rt_initiator_chan(struct itest_link *links,
+						  int n, int me)
+{
+	for (int i = 0; i < n; i++)
+		if (i != me)
+			itest_link_close_all(&links[i]);
+	return itest_link_child(&links[me]);
+}
+
 /* Fabric, domain and endpoints */
 
-/* Hints for RMA with remote counters; FI_MR_RMA_EVENT as an app would. */
+/* Hints for RMA and atomics with remote counters; FI_MR_RMA_EVENT as an
+ * app would. */
 static inline struct fi_info *rt_getinfo(void)
 {
 	struct fi_info *hints = itest_hints(), *info;
 
-	hints->caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
+	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT;
 	hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_RMA_EVENT;
 	hints->domain_attr->name = strdup(itest_device());
@@ -112,8 +143,9 @@ static inline struct fi_info *rt_getinfo(void)
 	RT_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
 	CHECK(info != NULL);
 	fi_freeinfo(hints);
-	EXPECT((info->caps & (FI_RMA | FI_RMA_EVENT)) ==
-	       (FI_RMA | FI_RMA_EVENT), "caps 0x%" PRIx64, info->caps);
+	EXPECT((info->caps & (FI_RMA | FI_ATOMIC | FI_RMA_EVENT)) ==
+	       (FI_RMA | FI_ATOMIC | FI_RMA_EVENT), "caps 0x%" PRIx64,
+	       info->caps);
 	return info;
 }
 

@@ -10,9 +10,8 @@ static void check_attrs(const struct fi_info *info)
 	      (FI_LOCAL_COMM | FI_REMOTE_COMM));
 	CHECK((info->caps & (FI_MSG | FI_SOURCE | FI_MULTI_RECV)) ==
 	      (FI_MSG | FI_SOURCE | FI_MULTI_RECV));
-	CHECK((info->caps & (FI_RMA | FI_RMA_EVENT | FI_TAGGED)) ==
-	      (FI_RMA | FI_RMA_EVENT | FI_TAGGED));
-	CHECK(!(info->caps & FI_ATOMIC));
+	CHECK((info->caps & (FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_TAGGED)) ==
+	      (FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_TAGGED));
 	CHECK(info->tx_attr->rma_iov_limit == 1);
 	CHECK((info->domain_attr->mr_mode &
 	       (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)) ==
@@ -82,19 +81,26 @@ static void check_unmet(void)
 	hints->domain_attr->mr_mode = 0;
 	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
 	CHECK((info->caps & (FI_MSG | FI_TAGGED)) == (FI_MSG | FI_TAGGED));
-	CHECK(!(info->caps & (FI_RMA | FI_RMA_EVENT)));
+	CHECK(!(info->caps & (FI_RMA | FI_ATOMIC | FI_RMA_EVENT)));
 	CHECK(info->domain_attr->mr_mode == 0);
 	fi_freeinfo(info);
 	info = NULL;
 	hints->caps = FI_RMA;
 	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
 		  -FI_ENODATA);
-	fi_freeinfo(hints);
-
-	hints = itest_hints();
 	hints->caps = FI_ATOMIC;
 	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
 		  -FI_ENODATA);
+	fi_freeinfo(hints);
+
+	/* Atomics, like RMA, with the provider's mr_mode. */
+	hints = itest_hints();
+	hints->caps = FI_ATOMIC;
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	CHECK(info->caps & FI_ATOMIC);
+	CHECK(!(info->caps & (FI_MSG | FI_RMA | FI_TAGGED)));
+	fi_freeinfo(info);
+	info = NULL;
 	fi_freeinfo(hints);
 
 	/* TEST-NET-1: on no device of ours. */

@@ -1391,10 +1391,7 @@ static void initiator(void *arg)
 {
 	uint64_t me = (uintptr_t) arg;
 
-	for (int i = 0; i < NINIT; i++)
-		if (i != (int) me)
-			itest_link_close_all(&links[i]);
-	cc = itest_link_child(&links[me]);
+	cc = rt_initiator_chan(links, NINIT, (int) me);
 	rt_expect_idle(&cc, SIG_GO, "the start of part 2");
 	part2_initiator(me);
 	if (me == 0) {
@@ -1422,14 +1419,7 @@ int main(void)
 	int64_t start = itest_now_ms();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int i = 0; i < NINIT; i++)
-		itest_link_init(&links[i]);
-	for (uintptr_t i = 0; i < NINIT; i++)
-		itest_fork(itest_fmt("initiator %u", (unsigned) i), initiator,
-			(void *) i);
-	snprintf(itest_who, sizeof(itest_who), "target");
-	for (int i = 0; i < NINIT; i++)
-		pc[i] = itest_link_parent(&links[i]);
+	rt_fork_initiators(links, pc, NINIT, initiator);
 	for (int i = 0; i < NINIT; i++)
 		itest_signal(&pc[i], SIG_GO);
 	run("part 2", part2_target);

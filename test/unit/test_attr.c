@@ -29,19 +29,20 @@
 #define MSG_RX_CAPS	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV | \
 			 FI_DIRECTED_RECV)
 /* One-sided: what goes when the application's mr_mode rules RMA out. */
-#define RMA_TX_CAPS	(FI_RMA | FI_READ | FI_WRITE | FI_FENCE)
-#define RMA_RX_CAPS	(FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE | \
-			 FI_RMA_EVENT)
+#define RMA_TX_CAPS	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_FENCE)
+#define RMA_RX_CAPS	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
+			 FI_REMOTE_WRITE | FI_RMA_EVENT)
 #define RMA_CAPS	(RMA_TX_CAPS | RMA_RX_CAPS)
 /* Caps that make the endpoint an RMA target: they need BASIC_MAP. */
-#define RMA_TARGET_CAPS	(FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define RMA_TARGET_CAPS	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
+			 FI_REMOTE_WRITE)
 #define TX_OFFER	(MSG_TX_CAPS | FI_TAGGED | RMA_TX_CAPS)
 #define RX_OFFER	(MSG_RX_CAPS | FI_TAGGED | RMA_RX_CAPS)
 #define FULL_OFFER	(DOMAIN_CAPS | TX_OFFER | RX_OFFER)
 /* What an application that cannot do our mr_mode still gets. */
 #define NO_RMA_OFFER	(FULL_OFFER & ~(uint64_t) RMA_CAPS)
-/* Nothing here does atomic, device-memory, collective or triggered work. */
-#define NEVER_OFFERED	(FI_ATOMIC | FI_HMEM | FI_COLLECTIVE | \
+/* Nothing here does device-memory, collective or triggered work. */
+#define NEVER_OFFERED	(FI_HMEM | FI_COLLECTIVE | \
 			 FI_TRIGGER | FI_NAMED_RX_CTX | \
 			 FI_MULTICAST | FI_RMA_PMEM | FI_VARIABLE_MSG | \
 			 FI_SOURCE_ERR | FI_SHARED_AV)
@@ -199,12 +200,12 @@ static void test_alloc_caps(void **state)
 
 	(void) state;
 	assert_non_null(info);
-	/* Messaging and RMA, both ways, with their secondary capabilities. */
+	/* Messaging, RMA and atomics, both ways, with secondary caps. */
 	assert_int_equal(info->tx_attr->caps,
-			 FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ |
-			 FI_WRITE | FI_FENCE);
+			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND |
+			 FI_READ | FI_WRITE | FI_FENCE);
 	assert_int_equal(info->rx_attr->caps,
-			 FI_MSG | FI_TAGGED | FI_RMA | FI_RECV |
+			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
 			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT |
 			 FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
@@ -547,6 +548,7 @@ static void test_caps_offered(void **state)
 		FI_RMA | FI_REMOTE_READ, FI_RMA | FI_REMOTE_WRITE,
 		FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
 		FI_RMA | FI_RMA_EVENT, FI_RMA | FI_FENCE,
+		FI_ATOMIC, FI_ATOMIC | FI_READ | FI_WRITE, FI_RMA | FI_ATOMIC,
 		FI_MSG | FI_RMA, FI_MSG | FI_TAGGED | FI_RMA,
 		RMA_TX_CAPS, RMA_RX_CAPS, RMA_CAPS | DOMAIN_CAPS,
 		FULL_OFFER,
@@ -624,10 +626,10 @@ static void test_caps_narrowed(void **state)
 static void test_caps_not_offered(void **state)
 {
 	static const uint64_t never[] = {
-		FI_ATOMIC, FI_HMEM, FI_COLLECTIVE,
+		FI_HMEM, FI_COLLECTIVE,
 		FI_TRIGGER, FI_NAMED_RX_CTX, FI_MULTICAST, FI_RMA_PMEM,
 		FI_VARIABLE_MSG, FI_SOURCE_ERR, FI_SHARED_AV,
-		FI_ATOMIC | FI_READ | FI_WRITE, FI_RMA | FI_ATOMIC,
+		FI_RMA | FI_HMEM, FI_ATOMIC | FI_TRIGGER,
 	};
 	struct fi_info *hints = hints_alloc();
 	struct offer offer = offered();
@@ -1451,16 +1453,17 @@ static void test_getinfo_hints(void **state)
 	fi_freeinfo(info);
 	hints->domain_attr->mr_mode = 0;
 
-	/* Atomics are not offered, whatever the mr_mode. */
+	/* Atomics, like RMA, need the provider's mr_mode. */
 	info = NULL;
 	hints->caps = FI_MSG | FI_ATOMIC;
 	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
 	assert_null(info);
 	hints->domain_attr->mr_mode = BASIC_MAP;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
-			 -FI_ENODATA);
-	assert_null(info);
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_int_equal(info->caps & PRIMARY_CAPS, FI_MSG | FI_ATOMIC);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
 	hints->domain_attr->mr_mode = 0;
 
 	hints->caps = 0;
