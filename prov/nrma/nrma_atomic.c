@@ -190,6 +190,8 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 
 	if (ret)
 		return ret;
+	if (flags & FI_TAGGED)	/* no atomics into tagged receive buffers */
+		return -FI_EOPNOTSUPP;
 	if (msg->rma_iov_count != 1 || !msg->rma_iov ||
 	    msg->rma_iov[0].count != 1 ||
 	    (msg->op != FI_ATOMIC_READ &&

@@ -256,6 +256,15 @@ static void part5_invalid(void)
 	RT_CALL(fi_atomic(n.ep, v, 1, NULL, n.peer, word_addr(W_READ),
 			  km.plain.key, FI_UINT64, FI_CSWAP, NULL),
 		-FI_EOPNOTSUPP);
+	RT_CALL(fi_atomicmsg(n.ep, &(struct fi_msg_atomic) {
+				.msg_iov = &(struct fi_ioc) { .addr = v,
+							      .count = 1 },
+				.iov_count = 1, .addr = n.peer,
+				.rma_iov = &(struct fi_rma_ioc) {
+					.addr = word_addr(W_READ), .count = 1,
+					.key = km.plain.key },
+				.rma_iov_count = 1, .datatype = FI_UINT64,
+				.op = FI_SUM }, FI_TAGGED), -FI_EOPNOTSUPP);
 	rt_cq_expect_empty(n.tx, "after atomics refused at once");
 }
 
