@@ -165,7 +165,8 @@ static long elapsed_us(const struct timespec *start)
  */
 static int sleep_bound(struct nrma_cntr *cntr, int left_ms)
 {
-	if (!cntr_remote(cntr) || (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
+	if (!cntr_remote(cntr) ||
+	    (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
 		return left_ms;
 	return nrma_params.notify_wake_ms;
 }

@@ -25,6 +25,8 @@
 #include "nrma.h"
 #include "nrma_verbs.h"
 
+#define CELL_BYTES	(2 * sizeof(uint64_t))	/* a write and a read word */
+
 struct nrma_notify {
 	char *region;
 	size_t page_size;
@@ -106,13 +108,12 @@ static int cell_register(struct nrma_notify_cell *cell)
 	struct nrma_verbs_mr *zero_mr = NULL;
 	int ret;
 
-	ret = nrma_verbs_notify_reg(vd, (const void *) cell->words,
-				    2 * sizeof(uint64_t), &cell->mr, &cell->rkey);
+	ret = nrma_verbs_notify_reg(vd, (const void *) cell->words, CELL_BYTES,
+				    &cell->mr, &cell->rkey);
 	if (!ret && !cell->rkey) {
 		zero_mr = cell->mr;
 		ret = nrma_verbs_notify_reg(vd, (const void *) cell->words,
-					    2 * sizeof(uint64_t), &cell->mr,
-					    &cell->rkey);
+					    CELL_BYTES, &cell->mr, &cell->rkey);
 		nrma_verbs_mr_dereg(zero_mr);
 	}
 	return ret;
