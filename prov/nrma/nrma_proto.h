@@ -106,6 +106,7 @@ struct nrma_unexp {
 	uint32_t buf;
 	uint32_t len;
 	struct nrma_conn *conn;
+	bool claimed;			/* FI_CLAIM: off the queue, awaited */
 };
 
 /* Receives waiting for messages, and messages waiting for receives. */

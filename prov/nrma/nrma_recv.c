@@ -443,6 +443,7 @@ static void hold_unexpected(struct nrma_ep *ep, const struct nrma_hdr *hdr,
 	unexp->buf = buf;
 	unexp->len = len;
 	unexp->conn = conn;
+	unexp->claimed = false;
 	nrma_dlist_insert_tail(&unexp->link,
 			       &queue_of(m, hdr->flags & NRMA_HDR_TAGGED)->unexp);
 }
@@ -488,31 +489,45 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 static void unexp_free(struct nrma_proto *m, struct nrma_unexp *unexp)
 {
 	nrma_dlist_remove(&unexp->link);
+	unexp->claimed = false;		/* a stale context finds nothing */
 	nrma_bufpool_put(&m->unexp_entries,
 			 ((char *) unexp - m->unexp_entries.mem) /
 			 m->unexp_entries.buf_size);
 }
 
+/* Delivers a held message into rx and gives its buffer back. */
+static void deliver_held(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			 struct nrma_unexp *unexp)
+{
+	struct nrma_proto *m = ep->proto;
+	uint32_t buf = unexp->buf;
+
+	deliver(ep, rx, nrma_bufpool_buf(&m->rx_bufs, buf), unexp->len,
+		unexp->conn);
+	unexp_free(m, unexp);
+	nrma_rx_buf_release(ep, buf);
+}
+
 /* Feeds held messages to a receive that was just posted. */
 static void drain_unexpected(struct nrma_ep *ep, struct nrma_rx_entry *rx)
 {
-	struct nrma_proto *m = ep->proto;
 	struct nrma_unexp *unexp;
 
-	while (!rx->released && (unexp = match_unexp(m, rx))) {
-		uint32_t buf = unexp->buf;
-
-		deliver(ep, rx, nrma_bufpool_buf(&m->rx_bufs, buf), unexp->len,
-			unexp->conn);
-		unexp_free(m, unexp);
-		nrma_rx_buf_release(ep, buf);
-	}
+	while (!rx->released && (unexp = match_unexp(ep->proto, rx)))
+		deliver_held(ep, rx, unexp);
 }
 
 static bool recv_args_valid(const struct nrma_ep *ep,
 			    const struct nrma_recv_args *a)
 {
 	if (a->count > ep->info->rx_attr->iov_limit || (a->count && !a->iov))
+		return false;
+	/* Only tagged receives look at held messages; FI_CLAIM keeps one
+	 * in the context, and FI_DISCARD drops what they found. */
+	if ((a->flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) &&
+	    (!(a->flags & FI_TAGGED) || (a->flags & FI_MULTI_RECV) ||
+	     ((a->flags & FI_CLAIM) && !a->context) ||
+	     ((a->flags & FI_DISCARD) && !(a->flags & (FI_PEEK | FI_CLAIM)))))
 		return false;
 	return !(a->flags & FI_MULTI_RECV) ||
 	       (a->count == 1 && !(a->flags & FI_TAGGED) &&
@@ -535,31 +550,150 @@ static void rx_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 				0 : FI_COMPLETION);
 }
 
-ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
+static struct nrma_rx_entry *rx_entry_alloc(struct nrma_ep *ep,
+					    const struct nrma_recv_args *a)
+{
+	int64_t index = nrma_bufpool_get(&ep->proto->rx_entries);
+	struct nrma_rx_entry *rx;
+
+	if (index < 0)
+		return NULL;
+	rx = nrma_bufpool_buf(&ep->proto->rx_entries, index);
+	rx_entry_init(ep, rx, a);
+	return rx;
+}
+
+static ssize_t recv_post(struct nrma_ep *ep, const struct nrma_recv_args *a)
+{
+	struct nrma_rx_entry *rx = rx_entry_alloc(ep, a);
+
+	if (!rx)
+		return -FI_EAGAIN;
+	nrma_dlist_insert_tail(&rx->link,
+			       &queue_of(ep->proto, a->flags & FI_TAGGED)->posted);
+	drain_unexpected(ep, rx);
+	return 0;
+}
+
+/* FI_PEEK, FI_CLAIM and FI_DISCARD: held messages looked at, kept, dropped */
+
+/* What a peek found, or what a discarded claim had: no data moves. */
+static void report_held(struct nrma_ep *ep, void *context,
+			const struct nrma_hdr *hdr, struct nrma_conn *conn,
+			size_t len)
+{
+	struct nrma_cq_entry entry = {
+		.comp = { .op_context = context, .len = len,
+			  .flags = FI_RECV | FI_TAGGED |
+				   (hdr->flags & NRMA_HDR_CQ_DATA ?
+				    FI_REMOTE_CQ_DATA : 0),
+			  .data = hdr->cq_data, .tag = hdr->tag },
+		.src_addr = nrma_source_of(ep, conn),
+	};
+
+	if (ep->rx_cq)
+		nrma_cq_write(ep->rx_cq, &entry);
+}
+
+/* A dropped message's sender may wait for its ACK: it gets one. */
+static void unexp_discard(struct nrma_ep *ep, struct nrma_unexp *unexp)
+{
+	const struct nrma_hdr *hdr = nrma_bufpool_buf(&ep->proto->rx_bufs,
+						      unexp->buf);
+	uint32_t buf = unexp->buf;
+
+	if (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ))
+		ack_send(ep, unexp->conn, hdr->token);
+	unexp_free(ep->proto, unexp);
+	nrma_rx_buf_release(ep, buf);
+}
+
+static ssize_t recv_peek(struct nrma_ep *ep, const struct nrma_recv_args *a)
 {
 	struct nrma_proto *m = ep->proto;
-	struct nrma_rx_entry *rx;
-	int64_t index;
-	ssize_t ret = 0;
+	const struct nrma_hdr *hdr;
+	struct nrma_rx_entry probe;
+	struct nrma_unexp *unexp;
+
+	nrma_proto_progress(ep);	/* look at what has arrived by now */
+	rx_entry_init(ep, &probe, a);
+	unexp = match_unexp(m, &probe);
+	if (!unexp) {
+		struct fi_cq_err_entry err = {
+			.op_context = a->context, .flags = FI_RECV | FI_TAGGED,
+			.tag = a->tag, .err = FI_ENOMSG,
+		};
+
+		if (ep->rx_cq)
+			nrma_cq_write_err(ep->rx_cq, &err);
+		return 0;
+	}
+	hdr = nrma_bufpool_buf(&m->rx_bufs, unexp->buf);
+	report_held(ep, a->context, hdr, unexp->conn, hdr->len);
+	if (a->flags & FI_DISCARD) {
+		unexp_discard(ep, unexp);
+	} else if (a->flags & FI_CLAIM) {
+		nrma_dlist_remove(&unexp->link);
+		unexp->claimed = true;
+		((struct fi_context *) a->context)->internal[0] = unexp;
+	}
+	return 0;
+}
+
+/* The message an FI_PEEK | FI_CLAIM kept in this context, or NULL. */
+static struct nrma_unexp *claimed_in(struct nrma_proto *m, void *context)
+{
+	uintptr_t unexp = (uintptr_t) ((struct fi_context *) context)->internal[0];
+	uintptr_t base = (uintptr_t) m->unexp_entries.mem;
+	size_t size = m->unexp_entries.buf_size;
+
+	if (unexp < base || (unexp - base) % size ||
+	    (unexp - base) / size >= m->unexp_entries.count ||
+	    !((struct nrma_unexp *) unexp)->claimed)
+		return NULL;
+	return (struct nrma_unexp *) unexp;
+}
+
+static ssize_t recv_claimed(struct nrma_ep *ep, const struct nrma_recv_args *a)
+{
+	struct nrma_unexp *unexp = claimed_in(ep->proto, a->context);
+	struct nrma_rx_entry *rx = NULL;
+
+	if (!unexp)
+		return -FI_EINVAL;	/* nothing was claimed with it */
+	if (!(a->flags & FI_DISCARD)) {
+		rx = rx_entry_alloc(ep, a);
+		if (!rx)
+			return -FI_EAGAIN;
+	}
+	((struct fi_context *) a->context)->internal[0] = NULL;
+	if (!rx) {
+		report_held(ep, a->context,
+			    nrma_bufpool_buf(&ep->proto->rx_bufs, unexp->buf),
+			    unexp->conn, 0);
+		unexp_discard(ep, unexp);
+		return 0;
+	}
+	nrma_dlist_init(&rx->link);	/* on no queue: it takes this one */
+	deliver_held(ep, rx, unexp);
+	return 0;
+}
+
+ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
+{
+	ssize_t ret;
 
 	if (!recv_args_valid(ep, a))
 		return -FI_EINVAL;
 	pthread_mutex_lock(&ep->lock);
-	if (!ep->enabled) {
+	if (!ep->enabled)
 		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	index = nrma_bufpool_get(&m->rx_entries);
-	if (index < 0) {
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	rx = nrma_bufpool_buf(&m->rx_entries, index);
-	rx_entry_init(ep, rx, a);
-	nrma_dlist_insert_tail(&rx->link,
-			       &queue_of(m, a->flags & FI_TAGGED)->posted);
-	drain_unexpected(ep, rx);
-out:
+	else if (a->flags & FI_PEEK)
+		ret = recv_peek(ep, a);
+	else if (a->flags & FI_CLAIM)
+		ret = recv_claimed(ep, a);
+	else
+		ret = recv_post(ep, a);
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
 }
