@@ -82,6 +82,25 @@ static void check_untouched(const void *p, size_t len, const char *what)
 			     "untouched is 0x%02x", what, i, b[i]);
 }
 
+/*
+ * One zeroed buffer for n messages: message i (len(i) bytes plus slack)
+ * starts at off[i], and an untouched guard follows each.
+ */
+static unsigned char *msg_layout(size_t *off, size_t n, size_t (*len)(size_t),
+				 size_t slack)
+{
+	size_t total = 0;
+	unsigned char *buf;
+
+	for (size_t i = 0; i < n; i++) {
+		off[i] = total;
+		total += len(i) + slack + ITEST_GUARD;
+	}
+	buf = calloc(1, total);
+	CHECK(buf != NULL);
+	return buf;
+}
+
 /* Sends, retrying on -FI_EAGAIN. */
 static void send_msg(struct itest_node *n, const void *buf, size_t len,
 		     void *context, const char *what)
@@ -132,15 +151,10 @@ static void phase_unexpected(void)
 {
 	const char *phase = "unexpected messages";
 	struct itest_node n;
-	size_t off[UNEXP_N], total = 0;
+	size_t off[UNEXP_N];
 	unsigned char *buf;
 
-	for (size_t i = 0; i < UNEXP_N; i++) {
-		off[i] = total;
-		total += unexp_len(i) + UNEXP_SLACK + ITEST_GUARD;
-	}
-	buf = calloc(1, total);
-	CHECK(buf != NULL);
+	buf = msg_layout(off, UNEXP_N, unexp_len, UNEXP_SLACK);
 	open_pair(&n, NULL, is_r ? "R" : "S");
 	if (!is_r) {
 		size_t eager = 0;
@@ -281,38 +295,39 @@ static void phase_flood(void)
 
 /* Remote CQ data */
 
+static const size_t cqd_lens[5] = { 100, 64, RNDV_B, 10, 30 };
+
+static size_t cqd_len(size_t i)
+{
+	return cqd_lens[i];
+}
+
 static void phase_cq_data(void)
 {
 	const char *phase = "remote CQ data";
 	struct itest_node_opts o = { .rx_format = FI_CQ_FORMAT_DATA,
 				     .send_cntr = true };
-	static const size_t lens[5] = { 100, 64, RNDV_B, 10, 30 };
 	static const uint32_t data[5] = { 0xdeadbeef, 0x12345678, 0xcafef00d,
 					  0, 0x0badf00d };
-	size_t off[5], total = 0;
+	size_t off[5];
 	struct itest_node n;
 	unsigned char *buf;
 
-	for (size_t i = 0; i < 5; i++) {
-		off[i] = total;
-		total += lens[i] + ITEST_GUARD;
-	}
-	buf = calloc(1, total);
-	CHECK(buf != NULL);
+	buf = msg_layout(off, 5, cqd_len, 0);
 	open_pair(&n, &o, is_r ? "R" : "S");
 	if (!is_r) {
 		for (size_t i = 0; i < 5; i++)
-			itest_msg_fill(buf + off[i], lens[i], 0x200 + i);
+			itest_msg_fill(buf + off[i], cqd_lens[i], 0x200 + i);
 		await_peer("R's receives");
-		ITEST_POST(fi_senddata(n.ep, buf + off[0], lens[0], NULL,
+		ITEST_POST(fi_senddata(n.ep, buf + off[0], cqd_lens[0], NULL,
 				       data[0], n.peer, CTX(0)), "fi_senddata");
-		ITEST_POST(fi_injectdata(n.ep, buf + off[1], lens[1], data[1],
+		ITEST_POST(fi_injectdata(n.ep, buf + off[1], cqd_lens[1], data[1],
 					 n.peer), "fi_injectdata");
-		ITEST_POST(fi_senddata(n.ep, buf + off[2], lens[2], NULL,
+		ITEST_POST(fi_senddata(n.ep, buf + off[2], cqd_lens[2], NULL,
 				       data[2], n.peer, CTX(2)),
 			   "fi_senddata (rendezvous)");
-		send_msg(&n, buf + off[3], lens[3], CTX(3), "fi_send");
-		ITEST_POST(fi_tsenddata(n.ep, buf + off[4], lens[4], NULL,
+		send_msg(&n, buf + off[3], cqd_lens[3], CTX(3), "fi_send");
+		ITEST_POST(fi_tsenddata(n.ep, buf + off[4], cqd_lens[4], NULL,
 					data[4], n.peer, 9, CTX(4)),
 			   "fi_tsenddata");
 		itest_cntr_wait(n.send_cntr, 5, "S's send counter");
@@ -331,8 +346,8 @@ static void phase_cq_data(void)
 		       fi_cntr_read(n.send_cntr));
 	} else {
 		for (size_t i = 0; i < 4; i++)
-			recv_msg(&n, buf + off[i], lens[i] + 8, CTX(i), phase);
-		ITEST_POST(fi_trecv(n.ep, buf + off[4], lens[4], NULL,
+			recv_msg(&n, buf + off[i], cqd_lens[i] + 8, CTX(i), phase);
+		ITEST_POST(fi_trecv(n.ep, buf + off[4], cqd_lens[4], NULL,
 				    FI_ADDR_UNSPEC, 9, 0, CTX(4)), "fi_trecv");
 		signal_peer();
 		for (size_t j = 0; j < 5; j++) {
@@ -342,8 +357,8 @@ static void phase_cq_data(void)
 						     "%zu", i);
 
 			EXPECT(i < 5, "%s: op_context %p", what, c.op_context);
-			EXPECT(c.len == lens[i], "%s: len %zu, expected %zu",
-			       what, c.len, lens[i]);
+			EXPECT(c.len == cqd_lens[i], "%s: len %zu, expected %zu",
+			       what, c.len, cqd_lens[i]);
 			if (data[i]) {
 				EXPECT_COMP(c, c.op_context,
 					    FI_RECV | FI_REMOTE_CQ_DATA |
@@ -356,7 +371,7 @@ static void phase_cq_data(void)
 				EXPECT_COMP(c, c.op_context, FI_RECV | FI_MSG,
 					    FI_REMOTE_CQ_DATA, what);
 			}
-			itest_msg_check(buf + off[i], lens[i], 0x200 + i, what);
+			itest_msg_check(buf + off[i], cqd_lens[i], 0x200 + i, what);
 		}
 	}
 	close_pair(&n, phase);
@@ -693,16 +708,11 @@ static void phase_selective(void)
 		.rx_bind = FI_SELECTIVE_COMPLETION,
 		.send_cntr = true, .recv_cntr = true,
 	};
-	size_t off[SEL_N], total = 0;
+	size_t off[SEL_N];
 	struct itest_node n;
 	unsigned char *buf;
 
-	for (size_t i = 0; i < SEL_N; i++) {
-		off[i] = total;
-		total += sel_len(i) + ITEST_GUARD;
-	}
-	buf = calloc(1, total);
-	CHECK(buf != NULL);
+	buf = msg_layout(off, SEL_N, sel_len, 0);
 	open_pair(&n, &o, is_r ? "R" : "S");
 	if (!is_r) {
 		struct iovec iov;
@@ -814,16 +824,11 @@ static void phase_inject(void)
 {
 	const char *phase = "fi_inject";
 	struct itest_node_opts o = { .send_cntr = true };
-	size_t off[INJ_N], total = 0;
+	size_t off[INJ_N];
 	struct itest_node n;
 	unsigned char *buf;
 
-	for (size_t i = 0; i < INJ_N; i++) {
-		off[i] = total;
-		total += inj_len(i) + 64 + ITEST_GUARD;
-	}
-	buf = calloc(1, total);
-	CHECK(buf != NULL);
+	buf = msg_layout(off, INJ_N, inj_len, 64);
 	open_pair(&n, &o, is_r ? "R" : "S");
 	if (!is_r) {
 		size_t inject_size = itest_info->tx_attr->inject_size;
@@ -1069,16 +1074,11 @@ static void phase_counters(void)
 		.no_rx_cq = is_r, .recv_cntr = is_r,
 		.no_tx_cq = !is_r, .send_cntr = !is_r,
 	};
-	size_t off[CNT_N], total = 0;
+	size_t off[CNT_N];
 	struct itest_node n;
 	unsigned char *buf;
 
-	for (size_t i = 0; i < CNT_N; i++) {
-		off[i] = total;
-		total += cnt_len(i) + ITEST_GUARD;
-	}
-	buf = calloc(1, total);
-	CHECK(buf != NULL);
+	buf = msg_layout(off, CNT_N, cnt_len, 0);
 	open_pair(&n, &o, is_r ? "R" : "S");
 	if (!is_r) {
 		for (size_t i = 0; i < CNT_N; i++)
