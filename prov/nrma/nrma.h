@@ -3,8 +3,21 @@
  * nrma: an RDM libfabric provider over ibverbs RC queue pairs whose remote
  * counters are bumped by verbs atomics (notified RMA).
  *
- * The libfabric objects live here; everything that speaks verbs or rdmacm
- * is behind nrma_verbs.h.
+ * This header has the libfabric objects and what their files offer each
+ * other.  Below them lie the protocol (nrma_xfer.h), completions
+ * (nrma_comp.h), matching (nrma_match.h), notification cells
+ * (nrma_notify.h), connection management (nrma_cm.h), the wire format
+ * (nrma_proto.h) and verbs (nrma_verbs.h); HACKING.md draws the layers.
+ *
+ * Lock order, outermost first; a thread holding one lock only ever takes
+ * locks further down the list:
+ *   1. nrma_poll.lock: a poll set's members
+ *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses
+ *   3. nrma_ep.lock: an endpoint's data path and connections
+ *   4. leaves, never held two at a time: nrma_cq.lock, nrma_cntr.lock,
+ *      nrma_eq.lock, an AV's address table lock, the notification region's
+ *      lock
+ * Endpoint progress runs with (3) held and writes completions under (4).
  */
 #ifndef NRMA_H
 #define NRMA_H
@@ -26,26 +39,27 @@
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
-#include "nrma_bufpool.h"
-#include "nrma_hash.h"
+#include "nrma_addr.h"
 #include "nrma_list.h"
 #include "nrma_ring.h"
+#include "nrma_wait.h"
 
 #define NRMA_PROV_NAME		FI_NRMA_PROV_NAME
 #define NRMA_PROV_VERSION	FI_NRMA_VERSION
 #define NRMA_FI_VERSION		FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-#define NRMA_PROTOCOL_VERSION	2
 
 extern struct fi_provider nrma_prov;
 
-struct ibv_qp;
-struct rdma_cm_id;
+struct nrma_cm;
+struct nrma_cm_ops;
 struct nrma_cntr;
 struct nrma_ep;
-struct nrma_listener;
 struct nrma_notify;
-struct nrma_proto;
+struct nrma_notify_cell;
+struct nrma_verbs_domain;
 struct nrma_verbs_ep;
+struct nrma_verbs_mr;
+struct nrma_xfer;
 
 #define NRMA_WARN(subsys, ...)	FI_WARN(&nrma_prov, subsys, __VA_ARGS__)
 #define NRMA_INFO(subsys, ...)	FI_INFO(&nrma_prov, subsys, __VA_ARGS__)
@@ -108,26 +122,12 @@ int nrma_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,
 		 struct fi_info **info);
 
-/*
- * Wait objects.  FI_WAIT_FD is an epoll fd holding an eventfd (signalled
- * when the object gains something to read) and the completion and
- * connection channels of the endpoints bound to the object.
- */
-struct nrma_wait {
-	enum fi_wait_obj type;		/* FI_WAIT_NONE, _FD or _YIELD */
-	int fd;				/* epoll fd for FI_WAIT_FD, else -1 */
-	int event_fd;
-};
-
-int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested);
-int nrma_wait_add_fd(struct nrma_wait *wait, int fd);
-void nrma_wait_del_fd(struct nrma_wait *wait, int fd);
-void nrma_wait_close(struct nrma_wait *wait);
-void nrma_wait_signal(struct nrma_wait *wait);
-void nrma_wait_drain(struct nrma_wait *wait);
-int nrma_wait_block(struct nrma_wait *wait, int timeout_ms);
-int nrma_wait_control(struct nrma_wait *wait, int command, void *arg);
-int nrma_timeout_left(const struct timespec *start, int timeout_ms);
+/* Error entries grew err_data_size in API 1.5; older callers get less. */
+static inline size_t nrma_err_entry_size(uint32_t version, size_t full,
+					 size_t pre_1_5)
+{
+	return FI_VERSION_LT(version, FI_VERSION(1, 5)) ? pre_1_5 : full;
+}
 
 /* Fabric */
 struct nrma_fabric {
@@ -138,7 +138,6 @@ struct nrma_fabric {
 
 int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		     void *context);
-size_t nrma_err_entry_size(uint32_t version, size_t full, size_t pre_1_5);
 
 /* Event queue */
 struct nrma_eq {
@@ -168,38 +167,34 @@ struct nrma_domain {
 	struct fi_info *info;
 	struct nrma_verbs_domain *verbs;
 	struct nrma_eq *eq;		/* bound for asynchronous errors */
-	struct nrma_notify *notify;	/* nrma_notify.c */
+	struct nrma_notify *notify;	/* notification cells */
 	atomic_int ref;			/* open child objects */
 };
 
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);
 
-/*
- * Notification cells (nrma_notify.c): two words that peers bump with
- * remote atomics, one for writes and one for reads, at these remote
- * addresses under the cell's own rkey.  An MR key is the data's verbs
- * rkey in bits 0-31 and its cell's rkey in bits 32-63 (0: no cell).
- */
-#define NRMA_NOTIFY_WRITE_ADDR	0
-#define NRMA_NOTIFY_READ_ADDR	8
-
-struct nrma_notify_cell;
-
-int nrma_notify_open(struct nrma_domain *domain);
-void nrma_notify_close(struct nrma_domain *domain);
-int nrma_notify_cell_open(struct nrma_domain *domain,
-			  struct nrma_notify_cell **cell);
-int nrma_notify_cell_bind(struct nrma_notify_cell *cell, struct nrma_cntr *cntr,
-			  uint64_t flags);
-uint32_t nrma_notify_cell_rkey(const struct nrma_notify_cell *cell);
-void nrma_notify_cell_close(struct nrma_notify_cell *cell);
-uint64_t nrma_notify_key(uint32_t rkey, uint32_t cell_rkey);
-void nrma_notify_key_decode(uint64_t key, uint32_t *rkey, uint32_t *cell_rkey);
-
 /* Poll sets (nrma_poll.c) */
 int nrma_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		   struct fid_poll **poll);
+
+/*
+ * Counters bound for remote events (nrma_cntr.c): a notification cell
+ * whose words peers bump, and the counter that watches each word.
+ */
+struct nrma_remote_cntrs {
+	struct nrma_notify_cell *cell;
+	struct nrma_cntr *cntr[2];	/* by enum nrma_notify_word */
+};
+
+/* Binds cntr to the words that flags (FI_REMOTE_WRITE/READ) name. */
+int nrma_remote_cntrs_bind(struct nrma_remote_cntrs *remote,
+			   struct nrma_domain *domain, struct nrma_cntr *cntr,
+			   uint64_t flags);
+/* The rkey peers bump the words with; 0 while nothing is bound. */
+uint32_t nrma_remote_cntrs_rkey(const struct nrma_remote_cntrs *remote);
+/* Stops the atomics first; the counters keep what they counted. */
+void nrma_remote_cntrs_close(struct nrma_remote_cntrs *remote);
 
 /* Memory registration */
 struct nrma_mr {
@@ -208,15 +203,15 @@ struct nrma_mr {
 	struct nrma_verbs_mr *verbs;
 	uint64_t access;
 	uint64_t flags;			/* FI_RMA_EVENT */
-	struct nrma_notify_cell *cell;	/* counters bound with fi_mr_bind */
+	struct nrma_remote_cntrs remote;	/* bound with fi_mr_bind */
 	bool enabled;			/* fi_mr_enable: no more bindings */
 };
 
 extern struct fi_ops_mr nrma_mr_ops;
 
 /*
- * The endpoints bound to a CQ or counter, which reading it progresses.
- * Its lock orders before any endpoint's lock.
+ * The endpoints bound to a CQ or counter, which reading it progresses
+ * (nrma_progress.c).
  */
 struct nrma_ep_set {
 	pthread_mutex_t lock;
@@ -234,7 +229,10 @@ void nrma_ep_set_progress(struct nrma_ep_set *set);
 /* Arms every endpoint; -FI_EAGAIN if one had work after all. */
 int nrma_ep_set_arm(struct nrma_ep_set *set);
 
-/* Completion queue: a ring of completions and a list of errors. */
+/*
+ * Completion queue: a ring of completions and a list of errors, written
+ * by endpoint progress (nrma_comp.c) and read here.
+ */
 struct nrma_cq_entry {
 	struct fi_cq_tagged_entry comp;
 	fi_addr_t src_addr;
@@ -264,11 +262,8 @@ int nrma_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		 struct fid_cq **cq, void *context);
 int nrma_cq_trywait(struct nrma_cq *cq);
 bool nrma_cq_ready(struct nrma_cq *cq);
-void nrma_cq_write(struct nrma_cq *cq, const struct nrma_cq_entry *entry);
-void nrma_cq_write_err(struct nrma_cq *cq, const struct fi_cq_err_entry *err);
-size_t nrma_cq_room(struct nrma_cq *cq);
 
-/* Counter */
+/* Counter: bumped by progress (nrma_comp.c) and by remote atomics. */
 struct nrma_cntr {
 	struct fid_cntr cntr_fid;
 	struct nrma_domain *domain;
@@ -286,70 +281,22 @@ struct nrma_cntr {
 int nrma_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		   struct fid_cntr **cntr, void *context);
 int nrma_cntr_trywait(struct nrma_cntr *cntr);
-void nrma_cntr_inc(struct nrma_cntr *cntr);
-void nrma_cntr_inc_err(struct nrma_cntr *cntr);
-/* Counts a notification word in, or out once no atomic can reach it. */
-int nrma_cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word);
-void nrma_cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word);
 
-/* Address vector: endpoint names are IPv4 socket addresses. */
+/* Address vector */
 struct nrma_av {
 	struct fid_av av_fid;
 	struct nrma_domain *domain;
 	enum fi_av_type type;
 	uint64_t flags;
-	pthread_mutex_t lock;
-	struct sockaddr_in *addrs;	/* indexed by fi_addr_t */
-	size_t count;
-	size_t capacity;
+	struct nrma_addr_table table;	/* fi_addr_t -> endpoint name */
 	struct nrma_eq *eq;		/* FI_EVENT: insert results go here */
 	atomic_int ref;			/* endpoints bound to it */
 };
 
 int nrma_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		 struct fid_av **av, void *context);
-bool nrma_addr_valid(const void *addr, size_t len);
-int nrma_av_get(struct nrma_av *av, fi_addr_t fi_addr, struct sockaddr_in *sin);
-fi_addr_t nrma_av_find(struct nrma_av *av, const struct sockaddr_in *sin);
-int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
-
-/* Connections (nrma_cm.c): one RC queue pair per peer and endpoint. */
-enum nrma_conn_state {
-	NRMA_CONN_CONNECTING,
-	NRMA_CONN_CONNECTED,
-	NRMA_CONN_FAILED,
-};
-
-struct nrma_conn {
-	struct nrma_dlist link;		/* nrma_ep.conns */
-	struct nrma_ep *ep;
-	struct rdma_cm_id *id;
-	struct ibv_qp *qp;
-	enum nrma_conn_state state;
-	int error;			/* why it failed */
-	bool outgoing;
-	bool established;		/* it was up once */
-	bool loopback;			/* our own request: we receive on it */
-	struct sockaddr_in peer;	/* the peer endpoint's name */
-	fi_addr_t fi_addr;		/* FI_ADDR_NOTAVAIL until known */
-	uint32_t qp_num;
-	size_t sq_free;			/* send queue slots not in use */
-	uint32_t notify_rkey;		/* the peer endpoint's cell, 0: none */
-	int64_t started;		/* ms: first attempt to reach the peer */
-};
-
-int nrma_conn_get(struct nrma_ep *ep, fi_addr_t fi_addr,
-		  struct nrma_conn **conn);
-struct nrma_conn *nrma_conn_by_qp(struct nrma_ep *ep, uint32_t qp_num);
-fi_addr_t nrma_conn_fi_addr(struct nrma_conn *conn);
-void nrma_conn_fail(struct nrma_conn *conn, int error);
-void nrma_conn_heard(struct nrma_conn *conn);
-void nrma_cm_progress(struct nrma_ep *ep);
-void nrma_conns_close(struct nrma_ep *ep);
 
 /* RDM endpoint */
-#define NRMA_IOV_LIMIT	4
-
 struct nrma_ep {
 	struct fid_ep ep_fid;
 	struct nrma_domain *domain;
@@ -363,38 +310,32 @@ struct nrma_ep {
 	struct nrma_cntr *recv_cntr;
 	struct nrma_cntr *read_cntr;
 	struct nrma_cntr *write_cntr;
-	struct nrma_cntr *rread_cntr;	/* FI_REMOTE_READ */
-	struct nrma_cntr *rwrite_cntr;	/* FI_REMOTE_WRITE */
-	struct nrma_notify_cell *notify_cell;	/* words of rread/rwrite_cntr */
+	struct nrma_remote_cntrs remote;	/* FI_REMOTE_WRITE/READ */
 	struct nrma_av *av;
 	struct nrma_eq *eq;
-	struct nrma_listener *listener;
 	struct sockaddr_in name;	/* fixed at fi_enable */
 	bool enabled;
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	size_t min_multi_recv;
 
-	/* verbs resources, shared by all connections */
-	struct nrma_verbs_ep *verbs;
-	struct nrma_proto *proto;	/* nrma_proto.c */
-
-	struct nrma_dlist conns;	/* every struct nrma_conn */
-	struct nrma_conn **peers;	/* by fi_addr_t */
-	size_t npeers;
-	struct nrma_hash qp_conns;	/* qp_num -> conn */
+	struct nrma_cm *cm;		/* listener and connections */
+	struct nrma_verbs_ep *verbs;	/* CQ and SRQ the connections share */
+	struct nrma_xfer *xfer;		/* the data path's state */
 };
 
 int nrma_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 struct fid_ep **ep, void *context);
+
+/* Progress (nrma_progress.c): with manual progress, the caller's. */
 void nrma_ep_progress(struct nrma_ep *ep);
 int nrma_ep_arm(struct nrma_ep *ep);
-int nrma_ep_cm_fd(const struct nrma_ep *ep);
+/* Before close: ACKs owed to peers get out, for a bounded time. */
+void nrma_ep_linger(struct nrma_ep *ep);
+/* How connection management reports to an endpoint. */
+extern const struct nrma_cm_ops nrma_progress_cm_ops;
 
-/*
- * The message protocol (nrma_proto.c, nrma_recv.c) behind fi_msg
- * (nrma_msg.c) and fi_tagged (nrma_tagged.c).
- */
+/* The protocol's entry points for fi_msg (nrma_msg.c) and fi_tagged. */
 struct nrma_send_args {
 	const struct iovec *iov;
 	void **desc;
@@ -417,36 +358,50 @@ struct nrma_recv_args {
 	void *context;
 };
 
-ssize_t nrma_proto_send(struct nrma_ep *ep, const struct nrma_send_args *args);
+ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *args);
+ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
+/* Called with ep->lock held. */
+ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context);
 
-struct nrma_rma_args {
-	const struct iovec *iov;
-	void **desc;
-	size_t count;
-	fi_addr_t dest;
-	uint64_t addr;		/* the one remote segment */
-	uint64_t len;
-	uint64_t key;
-	uint64_t data;
-	uint64_t flags;		/* FI_READ or FI_WRITE, and op flags */
-	void *context;
-};
+/* The data path's state of an endpoint (nrma_xfer.c). */
+int nrma_xfer_open(struct nrma_ep *ep);
+void nrma_xfer_close(struct nrma_ep *ep);
+/* Device completions an endpoint can have outstanding at once. */
+size_t nrma_xfer_cq_size(const struct fi_info *info);
 
+extern struct fi_ops_msg nrma_msg_ops;
+extern struct fi_ops_tagged nrma_tagged_ops;
 extern struct fi_ops_rma nrma_rma_ops;
 extern struct fi_ops_atomic nrma_atomic_ops;
 int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 		      enum fi_op op, struct fi_atomic_attr *attr,
 		      uint64_t flags);
-ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
 
-extern struct fi_ops_msg nrma_msg_ops;
-extern struct fi_ops_tagged nrma_tagged_ops;
-int nrma_proto_open(struct nrma_ep *ep);
-void nrma_proto_close(struct nrma_ep *ep);
-size_t nrma_proto_cq_size(const struct fi_info *info);
-int nrma_proto_progress(struct nrma_ep *ep);
-void nrma_proto_linger(struct nrma_ep *ep);
-void nrma_proto_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
-ssize_t nrma_proto_cancel(struct nrma_ep *ep, void *context);
+/*
+ * Typed accessors: nrma_<obj>_of(struct fid_<obj> *) and
+ * nrma_<obj>_of_fid(struct fid *) for fabric, domain, eq, cq, cntr, av,
+ * mr and ep.
+ */
+#define NRMA_FID_ACCESSORS(obj)						\
+	static inline struct nrma_##obj *nrma_##obj##_of(		\
+		struct fid_##obj *obj##_fid)				\
+	{								\
+		return nrma_container_of(obj##_fid, struct nrma_##obj,	\
+					 obj##_fid);			\
+	}								\
+	static inline struct nrma_##obj *nrma_##obj##_of_fid(struct fid *fid) \
+	{								\
+		return nrma_container_of(fid, struct nrma_##obj,	\
+					 obj##_fid.fid);		\
+	}
+
+NRMA_FID_ACCESSORS(fabric)
+NRMA_FID_ACCESSORS(domain)
+NRMA_FID_ACCESSORS(eq)
+NRMA_FID_ACCESSORS(cq)
+NRMA_FID_ACCESSORS(cntr)
+NRMA_FID_ACCESSORS(av)
+NRMA_FID_ACCESSORS(mr)
+NRMA_FID_ACCESSORS(ep)
 
 #endif /* NRMA_H */

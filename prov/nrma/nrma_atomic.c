@@ -14,7 +14,8 @@
  */
 #include <rdma/fi_atomic.h>
 
-#include "nrma_proto.h"
+#include "nrma_notify.h"
+#include "nrma_xfer.h"
 
 #define NRMA_ATOMIC_SIZE	sizeof(uint64_t)
 
@@ -123,7 +124,7 @@ static struct nrma_wr atomic_wr(const struct nrma_atomic_args *a,
 		.sge = result,
 		.sge_count = 1,
 		.raddr = a->addr,
-		.rkey = (uint32_t) a->key,
+		.rkey = nrma_mr_key_rkey(a->key),
 		.add = cswap ? a->compare :
 		       a->op == FI_ATOMIC_READ ? 0 : a->operand,
 		.swap = a->operand,
@@ -131,13 +132,13 @@ static struct nrma_wr atomic_wr(const struct nrma_atomic_args *a,
 	};
 }
 
-static ssize_t post_atomic(struct nrma_ep *ep, struct nrma_conn *conn,
+static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			   const void *args, size_t len)
 {
 	const struct nrma_atomic_args *a = args;
 	bool fetch = a->kind != NRMA_ATOMIC_BASE;
-	struct nrma_proto *m = ep->proto;
-	struct nrma_sge scratch = nrma_scratch_sge(m), result;
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_sge scratch = nrma_scratch_sge(x), result;
 	struct nrma_wr wr[3];
 	struct nrma_op *op;
 	int ret;
@@ -155,22 +156,22 @@ static ssize_t post_atomic(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->iov[0] = (struct iovec) { .iov_base = a->result,
 					      .iov_len = len };
 		op->iov_count = 1;
-		result = nrma_tx_buf_sge(m, op, len);
+		result = nrma_tx_buf_sge(x, op, len);
 	}
 	wr[0] = atomic_wr(a, fetch ? &result : &scratch);
-	ret = nrma_op_post(m, op, wr, 1 + nrma_notify_wrs(conn, a->key, fetch,
+	ret = nrma_op_post(x, op, wr, 1 + nrma_notify_wrs(conn, a->key, fetch,
 							  true, &scratch,
 							  wr + 1));
 	if (ret) {
-		nrma_op_free(m, op);
+		nrma_op_free(x, op);
 		return ret;
 	}
-	m->sends++;
+	x->sends++;
 	return 0;
 }
 
 /* An ioc array of exactly one element of one datatype. */
-static bool one_element(const struct fi_ioc *ioc, size_t count)
+static bool atomic_one_element(const struct fi_ioc *ioc, size_t count)
 {
 	return count == 1 && ioc && ioc[0].count == 1 && ioc[0].addr;
 }
@@ -181,7 +182,7 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 			     struct fi_ioc *resultv, size_t result_count,
 			     uint64_t flags)
 {
-	struct nrma_ep *ep = nrma_container_of(ep_fid, struct nrma_ep, ep_fid);
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
 	struct nrma_atomic_args a = {
 		.kind = kind, .op = msg->op, .dest = msg->addr,
 		.flags = flags, .context = msg->context,
@@ -195,10 +196,10 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 	if (msg->rma_iov_count != 1 || !msg->rma_iov ||
 	    msg->rma_iov[0].count != 1 ||
 	    (msg->op != FI_ATOMIC_READ &&
-	     !one_element(msg->msg_iov, msg->iov_count)) ||
+	     !atomic_one_element(msg->msg_iov, msg->iov_count)) ||
 	    (kind == NRMA_ATOMIC_COMPARE &&
-	     !one_element(comparev, compare_count)) ||
-	    (kind != NRMA_ATOMIC_BASE && !one_element(resultv, result_count)))
+	     !atomic_one_element(comparev, compare_count)) ||
+	    (kind != NRMA_ATOMIC_BASE && !atomic_one_element(resultv, result_count)))
 		return -FI_EINVAL;
 	a.addr = msg->rma_iov[0].addr;
 	a.key = msg->rma_iov[0].key;
@@ -211,7 +212,7 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 		a.compare = *(const uint64_t *) comparev[0].addr;
 	if (kind != NRMA_ATOMIC_BASE)
 		a.result = resultv[0].addr;
-	return nrma_tx_submit(ep, a.dest, post_atomic, &a, NRMA_ATOMIC_SIZE);
+	return nrma_tx_submit(ep, a.dest, atomic_post, &a, NRMA_ATOMIC_SIZE);
 }
 
 /* The message of a call with one remote element, and room for its ioc. */
@@ -236,9 +237,9 @@ static struct fi_msg_atomic *atomic_req(struct atomic_req *r,
 	return &r->msg;
 }
 
-static uint64_t op_flags(struct fid_ep *ep_fid)
+static uint64_t atomic_op_flags(struct fid_ep *ep_fid)
 {
-	return nrma_container_of(ep_fid, struct nrma_ep, ep_fid)->tx_op_flags;
+	return nrma_ep_of(ep_fid)->tx_op_flags;
 }
 
 static ssize_t nrma_atomic_writemsg(struct fid_ep *ep_fid,
@@ -260,7 +261,7 @@ static ssize_t nrma_atomic_writev(struct fid_ep *ep_fid,
 	return nrma_atomic_writemsg(ep_fid, atomic_req(&r, iov, desc, count,
 						       dest, addr, key,
 						       datatype, op, context),
-				    op_flags(ep_fid));
+				    atomic_op_flags(ep_fid));
 }
 
 static ssize_t nrma_atomic_write(struct fid_ep *ep_fid, const void *buf,
@@ -314,7 +315,7 @@ static ssize_t nrma_atomic_readwritev(struct fid_ep *ep_fid,
 							   datatype, op,
 							   context),
 					resultv, result_desc, result_count,
-					op_flags(ep_fid));
+					atomic_op_flags(ep_fid));
 }
 
 static ssize_t nrma_atomic_readwrite(struct fid_ep *ep_fid, const void *buf,
@@ -367,7 +368,7 @@ static ssize_t nrma_atomic_compwritev(struct fid_ep *ep_fid,
 							   context),
 					comparev, compare_desc, compare_count,
 					resultv, result_desc, result_count,
-					op_flags(ep_fid));
+					atomic_op_flags(ep_fid));
 }
 
 static ssize_t nrma_atomic_compwrite(struct fid_ep *ep_fid, const void *buf,

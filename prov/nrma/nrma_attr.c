@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "nrma.h"
+#include "nrma_proto.h"
 
 /* What works today; later features add their bits here. */
 #define NRMA_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)

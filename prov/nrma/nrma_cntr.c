@@ -1,26 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Counters.  Endpoint progress bumps the local count (nrma_comp.c); peers
+ * bump the notification words a counter watches, with remote atomics.
+ * A counter's value is its local count plus the sum of its words; the
+ * words are only ever written by the device, so fi_cntr_set and closing
+ * a binding move the local count (the bias) instead.
+ */
 #include <stdlib.h>
 #include <time.h>
 
 #include "nrma.h"
 #include "nrma_enosys.h"
-
-static struct nrma_cntr *cntr_of(struct fid_cntr *cntr_fid)
-{
-	return nrma_container_of(cntr_fid, struct nrma_cntr, cntr_fid);
-}
-
-void nrma_cntr_inc(struct nrma_cntr *cntr)
-{
-	atomic_fetch_add(&cntr->value, 1);
-	nrma_wait_signal(&cntr->wait);
-}
-
-void nrma_cntr_inc_err(struct nrma_cntr *cntr)
-{
-	atomic_fetch_add(&cntr->err, 1);
-	nrma_wait_signal(&cntr->wait);
-}
+#include "nrma_notify.h"
 
 static uint64_t words_sum(const struct nrma_cntr *cntr)
 {
@@ -54,7 +45,7 @@ static bool cntr_remote(struct nrma_cntr *cntr)
 }
 
 /* The value stays what it was: the bias takes the word's current count. */
-int nrma_cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
+static int cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
 {
 	int ret = 0;
 
@@ -79,7 +70,7 @@ int nrma_cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
 	return ret;
 }
 
-void nrma_cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
+static void cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
 {
 	pthread_mutex_lock(&cntr->lock);
 	for (size_t i = 0; i < cntr->nwords; i++) {
@@ -92,10 +83,73 @@ void nrma_cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
 	pthread_mutex_unlock(&cntr->lock);
 }
 
+/*
+ * FI_REMOTE_WRITE and FI_REMOTE_READ each bind one word of the cell to a
+ * counter, which stays open (-FI_EBUSY) until the binding closes.
+ */
+int nrma_remote_cntrs_bind(struct nrma_remote_cntrs *remote,
+			   struct nrma_domain *domain, struct nrma_cntr *cntr,
+			   uint64_t flags)
+{
+	bool write = flags & FI_REMOTE_WRITE, read = flags & FI_REMOTE_READ;
+	int ret = 0;
+
+	if ((write && remote->cntr[NRMA_NOTIFY_WRITES]) ||
+	    (read && remote->cntr[NRMA_NOTIFY_READS]))
+		return -FI_EINVAL;
+	if (!remote->cell) {
+		ret = nrma_notify_cell_open(domain->notify, &remote->cell);
+		if (ret)
+			return ret;
+	}
+	if (write)
+		ret = cntr_watch(cntr, nrma_notify_cell_word(remote->cell,
+							     NRMA_NOTIFY_WRITES));
+	if (!ret && read) {
+		ret = cntr_watch(cntr, nrma_notify_cell_word(remote->cell,
+							     NRMA_NOTIFY_READS));
+		if (ret && write)
+			cntr_unwatch(cntr, nrma_notify_cell_word(
+					     remote->cell, NRMA_NOTIFY_WRITES));
+	}
+	if (ret)
+		return ret;
+	if (write)
+		remote->cntr[NRMA_NOTIFY_WRITES] = cntr;
+	if (read)
+		remote->cntr[NRMA_NOTIFY_READS] = cntr;
+	atomic_fetch_add(&cntr->ref, write + read);
+	return 0;
+}
+
+uint32_t nrma_remote_cntrs_rkey(const struct nrma_remote_cntrs *remote)
+{
+	return remote->cell ? nrma_notify_cell_rkey(remote->cell) : 0;
+}
+
+/* Once no atomic can land, each counter takes its word's sum for good. */
+void nrma_remote_cntrs_close(struct nrma_remote_cntrs *remote)
+{
+	if (!remote->cell)
+		return;
+	nrma_notify_cell_disarm(remote->cell);
+	for (int i = NRMA_NOTIFY_WRITES; i <= NRMA_NOTIFY_READS; i++) {
+		struct nrma_cntr *cntr = remote->cntr[i];
+
+		if (!cntr)
+			continue;
+		cntr_unwatch(cntr, nrma_notify_cell_word(remote->cell, i));
+		atomic_fetch_sub(&cntr->ref, 1);
+		remote->cntr[i] = NULL;
+	}
+	nrma_notify_cell_close(remote->cell);
+	remote->cell = NULL;
+}
+
 /* Reading a counter drives progress: nrma's progress model is manual. */
 static uint64_t nrma_cntr_read(struct fid_cntr *cntr_fid)
 {
-	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	nrma_ep_set_progress(&cntr->eps);
 	return cntr_value(cntr);
@@ -103,7 +157,7 @@ static uint64_t nrma_cntr_read(struct fid_cntr *cntr_fid)
 
 static uint64_t nrma_cntr_readerr(struct fid_cntr *cntr_fid)
 {
-	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	nrma_ep_set_progress(&cntr->eps);
 	return atomic_load(&cntr->err);
@@ -111,7 +165,7 @@ static uint64_t nrma_cntr_readerr(struct fid_cntr *cntr_fid)
 
 static int nrma_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	atomic_fetch_add(&cntr->value, value);
 	nrma_wait_signal(&cntr->wait);
@@ -121,7 +175,7 @@ static int nrma_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 /* Remote atomics may land at any time: only the bias is ever written. */
 static int nrma_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	pthread_mutex_lock(&cntr->lock);
 	atomic_store(&cntr->value, value - words_sum(cntr));
@@ -132,7 +186,7 @@ static int nrma_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 
 static int nrma_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	atomic_fetch_add(&cntr->err, value);
 	nrma_wait_signal(&cntr->wait);
@@ -141,7 +195,7 @@ static int nrma_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 
 static int nrma_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	atomic_store(&cntr->err, value);
 	nrma_wait_signal(&cntr->wait);
@@ -174,7 +228,7 @@ static int sleep_bound(struct nrma_cntr *cntr, int left_ms)
 static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			  int timeout)
 {
-	struct nrma_cntr *cntr = cntr_of(cntr_fid);
+	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 	uint64_t errors = atomic_load(&cntr->err);
 	struct timespec start;
 	int ret;
@@ -223,16 +277,14 @@ int nrma_cntr_trywait(struct nrma_cntr *cntr)
 
 static int nrma_cntr_control(struct fid *fid, int command, void *arg)
 {
-	struct nrma_cntr *cntr =
-		nrma_container_of(fid, struct nrma_cntr, cntr_fid.fid);
+	struct nrma_cntr *cntr = nrma_cntr_of_fid(fid);
 
 	return nrma_wait_control(&cntr->wait, command, arg);
 }
 
 static int nrma_cntr_close(struct fid *fid)
 {
-	struct nrma_cntr *cntr =
-		nrma_container_of(fid, struct nrma_cntr, cntr_fid.fid);
+	struct nrma_cntr *cntr = nrma_cntr_of_fid(fid);
 
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
@@ -267,8 +319,7 @@ static struct fi_ops_cntr nrma_cntr_ops = {
 int nrma_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 		   struct fid_cntr **cntr_fid, void *context)
 {
-	struct nrma_domain *domain =
-		nrma_container_of(domain_fid, struct nrma_domain, domain_fid);
+	struct nrma_domain *domain = nrma_domain_of(domain_fid);
 	struct fi_cntr_attr defaults = { .events = FI_CNTR_EVENTS_COMP,
 					 .wait_obj = FI_WAIT_UNSPEC };
 	struct nrma_cntr *cntr;

@@ -2,7 +2,8 @@
 /*
  * Completion queues.  Completions wait in a ring sized as the application
  * asked; errors wait in a list and take precedence, as fi_cq(3) reads:
- * while one is pending, fi_cq_read returns -FI_EAVAIL.
+ * while one is pending, fi_cq_read returns -FI_EAVAIL.  Endpoint progress
+ * writes both (nrma_comp.c); this file reads them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +15,7 @@
 
 #define NRMA_CQ_MAX_SIZE	(1u << 20)
 
-static struct nrma_cq *cq_of(struct fid_cq *cq_fid)
-{
-	return nrma_container_of(cq_fid, struct nrma_cq, cq_fid);
-}
-
-static size_t format_size(enum fi_cq_format format)
+static size_t cq_format_size(enum fi_cq_format format)
 {
 	switch (format) {
 	case FI_CQ_FORMAT_CONTEXT:
@@ -37,18 +33,18 @@ static size_t format_size(enum fi_cq_format format)
 
 /*
  * The formats are prefixes of fi_cq_tagged_entry, so copying the first
- * format_size() bytes of the stored entry yields any of them.
+ * cq_format_size() bytes of the stored entry yields any of them.
  */
-static void copy_entry(const struct nrma_cq *cq, void *dst,
+static void cq_copy_entry(const struct nrma_cq *cq, void *dst,
 		       const struct nrma_cq_entry *entry)
 {
-	memcpy(dst, &entry->comp, format_size(cq->format));
+	memcpy(dst, &entry->comp, cq_format_size(cq->format));
 }
 
 static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 			      fi_addr_t *src_addr)
 {
-	size_t n, size = format_size(cq->format);
+	size_t n, size = cq_format_size(cq->format);
 
 	if (!nrma_dlist_empty(&cq->errors))
 		return -FI_EAVAIL;
@@ -57,7 +53,7 @@ static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 	for (n = 0; n < count && n < cq->comps.count; n++) {
 		const struct nrma_cq_entry *entry = nrma_ring_at(&cq->comps, n);
 
-		copy_entry(cq, (char *) buf + n * size, entry);
+		cq_copy_entry(cq, (char *) buf + n * size, entry);
 		if (src_addr)
 			src_addr[n] = entry->src_addr;
 	}
@@ -67,53 +63,10 @@ static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 	return n;
 }
 
-/* Completions are written by endpoint progress, never by the device. */
-void nrma_cq_write(struct nrma_cq *cq, const struct nrma_cq_entry *entry)
-{
-	struct nrma_cq_entry *slot;
-
-	pthread_mutex_lock(&cq->lock);
-	slot = nrma_ring_push(&cq->comps);
-	/* Progress reaps no more than nrma_cq_room(); growing is a backstop. */
-	if (!slot && !nrma_ring_grow(&cq->comps))
-		slot = nrma_ring_push(&cq->comps);
-	if (slot)
-		*slot = *entry;
-	else
-		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
-	nrma_wait_signal(&cq->wait);
-	pthread_mutex_unlock(&cq->lock);
-}
-
-void nrma_cq_write_err(struct nrma_cq *cq, const struct fi_cq_err_entry *err)
-{
-	struct nrma_cq_err *entry = calloc(1, sizeof(*entry));
-
-	if (!entry) {
-		NRMA_WARN(FI_LOG_CQ, "out of memory: error completion lost\n");
-		return;
-	}
-	entry->err = *err;
-	pthread_mutex_lock(&cq->lock);
-	nrma_dlist_insert_tail(&entry->link, &cq->errors);
-	nrma_wait_signal(&cq->wait);
-	pthread_mutex_unlock(&cq->lock);
-}
-
-size_t nrma_cq_room(struct nrma_cq *cq)
-{
-	size_t room;
-
-	pthread_mutex_lock(&cq->lock);
-	room = cq->comps.capacity - cq->comps.count;
-	pthread_mutex_unlock(&cq->lock);
-	return room;
-}
-
 static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr)
 {
-	struct nrma_cq *cq = cq_of(cq_fid);
+	struct nrma_cq *cq = nrma_cq_of(cq_fid);
 	ssize_t ret;
 
 	if (!buf && count)
@@ -133,7 +86,7 @@ static ssize_t nrma_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
 			       struct fi_cq_err_entry *buf, uint64_t flags)
 {
-	struct nrma_cq *cq = cq_of(cq_fid);
+	struct nrma_cq *cq = nrma_cq_of(cq_fid);
 	struct nrma_dlist *item;
 	struct nrma_cq_err *err;
 	size_t size;
@@ -189,7 +142,7 @@ static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
 				 size_t count, fi_addr_t *src_addr,
 				 const void *cond, int timeout)
 {
-	struct nrma_cq *cq = cq_of(cq_fid);
+	struct nrma_cq *cq = nrma_cq_of(cq_fid);
 	struct timespec start;
 	bool woken = false;
 	ssize_t ret;
@@ -235,7 +188,7 @@ bool nrma_cq_ready(struct nrma_cq *cq)
 
 static int nrma_cq_signal(struct fid_cq *cq_fid)
 {
-	struct nrma_cq *cq = cq_of(cq_fid);
+	struct nrma_cq *cq = nrma_cq_of(cq_fid);
 
 	pthread_mutex_lock(&cq->lock);
 	cq->signaled = true;
@@ -280,14 +233,14 @@ int nrma_cq_trywait(struct nrma_cq *cq)
 
 static int nrma_cq_control(struct fid *fid, int command, void *arg)
 {
-	struct nrma_cq *cq = nrma_container_of(fid, struct nrma_cq, cq_fid.fid);
+	struct nrma_cq *cq = nrma_cq_of_fid(fid);
 
 	return nrma_wait_control(&cq->wait, command, arg);
 }
 
 static int nrma_cq_close(struct fid *fid)
 {
-	struct nrma_cq *cq = nrma_container_of(fid, struct nrma_cq, cq_fid.fid);
+	struct nrma_cq *cq = nrma_cq_of_fid(fid);
 	struct nrma_dlist *item;
 
 	if (atomic_load(&cq->ref))
@@ -328,7 +281,7 @@ static int cq_attr_check(const struct fi_cq_attr *attr)
 		return -FI_EBADFLAGS;
 	if ((attr->flags & FI_AFFINITY) || attr->wait_set)
 		return -FI_ENOSYS;
-	if (attr->format != FI_CQ_FORMAT_UNSPEC && !format_size(attr->format))
+	if (attr->format != FI_CQ_FORMAT_UNSPEC && !cq_format_size(attr->format))
 		return -FI_EINVAL;
 	if (attr->wait_cond != FI_CQ_COND_NONE &&
 	    attr->wait_cond != FI_CQ_COND_THRESHOLD)
@@ -341,8 +294,7 @@ static int cq_attr_check(const struct fi_cq_attr *attr)
 int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 		 struct fid_cq **cq_fid, void *context)
 {
-	struct nrma_domain *domain =
-		nrma_container_of(domain_fid, struct nrma_domain, domain_fid);
+	struct nrma_domain *domain = nrma_domain_of(domain_fid);
 	struct nrma_cq *cq;
 	int ret;
 

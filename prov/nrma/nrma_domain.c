@@ -4,18 +4,18 @@
 
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_notify.h"
 #include "nrma_verbs.h"
 
 static int nrma_domain_close(struct fid *fid)
 {
-	struct nrma_domain *domain =
-		nrma_container_of(fid, struct nrma_domain, domain_fid.fid);
+	struct nrma_domain *domain = nrma_domain_of_fid(fid);
 
 	if (atomic_load(&domain->ref))
 		return -FI_EBUSY;
 	if (domain->eq)
 		atomic_fetch_sub(&domain->eq->ref, 1);
-	nrma_notify_close(domain);
+	nrma_notify_close(domain->notify);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
 	fi_freeinfo(domain->info);
@@ -26,8 +26,7 @@ static int nrma_domain_close(struct fid *fid)
 /* An EQ bound to a domain receives asynchronous errors. */
 static int nrma_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct nrma_domain *domain =
-		nrma_container_of(fid, struct nrma_domain, domain_fid.fid);
+	struct nrma_domain *domain = nrma_domain_of_fid(fid);
 
 	if (bfid->fclass != FI_CLASS_EQ)
 		return -FI_EINVAL;
@@ -37,7 +36,7 @@ static int nrma_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return -FI_EBADFLAGS;
 	if (domain->eq)
 		return -FI_EINVAL;
-	domain->eq = nrma_container_of(bfid, struct nrma_eq, eq_fid.fid);
+	domain->eq = nrma_eq_of_fid(bfid);
 	atomic_fetch_add(&domain->eq->ref, 1);
 	return 0;
 }
@@ -65,7 +64,7 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.endpoint2 = nrma_no_endpoint2,
 };
 
-static const struct nrma_device *device_by_name(const char *name)
+static const struct nrma_device *domain_device(const char *name)
 {
 	for (size_t i = 0; i < nrma_device_count; i++)
 		if (!name || !strcmp(nrma_devices[i].name, name))
@@ -76,15 +75,14 @@ static const struct nrma_device *device_by_name(const char *name)
 int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		     struct fid_domain **domain_fid, void *context)
 {
-	struct nrma_fabric *fabric =
-		nrma_container_of(fabric_fid, struct nrma_fabric, fabric_fid);
+	struct nrma_fabric *fabric = nrma_fabric_of(fabric_fid);
 	const struct nrma_device *dev;
 	struct nrma_domain *domain;
 	int ret;
 
 	if (!info || !info->domain_attr || !info->fabric_attr)
 		return -FI_EINVAL;
-	dev = device_by_name(info->domain_attr->name);
+	dev = domain_device(info->domain_attr->name);
 	if (!dev)
 		return -FI_ENODEV;
 	domain = calloc(1, sizeof(*domain));
@@ -98,7 +96,8 @@ int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	ret = nrma_verbs_domain_open(dev, &domain->verbs);
 	if (ret)
 		goto err;
-	ret = nrma_notify_open(domain);
+	ret = nrma_notify_open(domain->verbs, nrma_params.notify_cells,
+			       &domain->notify);
 	if (ret) {
 		nrma_verbs_domain_close(domain->verbs);
 		goto err;

@@ -2,147 +2,27 @@
 /*
  * RDM endpoints.  An endpoint is named by the address of its rdmacm
  * listener, which it binds when opened, so fi_getname works at once and
- * the name never changes after fi_enable.
+ * the name never changes after fi_enable.  Its connections are
+ * nrma_cm.c's, its data path nrma_xfer.c's, its progress
+ * nrma_progress.c's.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "nrma.h"
+#include "nrma_cm.h"
 #include "nrma_enosys.h"
+#include "nrma_notify.h"
+#include "nrma_proto.h"
 #include "nrma_verbs.h"
 
+/* RDMA reads and atomics a connection has in flight, at most. */
+#define NRMA_RDMA_DEPTH		16
 #define NRMA_CQ_BIND_FLAGS	(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)
 #define NRMA_CNTR_BIND_FLAGS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
 				 FI_REMOTE_READ | FI_REMOTE_WRITE)
 
-static struct nrma_ep *ep_of_fid(struct fid *fid)
-{
-	return nrma_container_of(fid, struct nrma_ep, ep_fid.fid);
-}
-
-/* Endpoint sets of CQs and counters */
-
-void nrma_ep_set_init(struct nrma_ep_set *set)
-{
-	pthread_mutex_init(&set->lock, NULL);
-	set->eps = NULL;
-	set->count = 0;
-}
-
-void nrma_ep_set_fini(struct nrma_ep_set *set)
-{
-	free(set->eps);
-	pthread_mutex_destroy(&set->lock);
-}
-
-/* The fds whose readiness means the endpoint has progress to make. */
-static int ep_watch(struct nrma_ep *ep, struct nrma_wait *wait)
-{
-	int ret = nrma_wait_add_fd(wait, nrma_verbs_ep_fd(ep->verbs));
-
-	if (!ret)
-		ret = nrma_wait_add_fd(wait, nrma_ep_cm_fd(ep));
-	return ret;
-}
-
-static void ep_unwatch(struct nrma_ep *ep, struct nrma_wait *wait)
-{
-	nrma_wait_del_fd(wait, nrma_verbs_ep_fd(ep->verbs));
-	nrma_wait_del_fd(wait, nrma_ep_cm_fd(ep));
-}
-
-int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
-		    struct nrma_wait *wait)
-{
-	struct nrma_ep **eps;
-	int ret = 0;
-
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count; i++)
-		if (set->eps[i] == ep)
-			goto out;	/* bound for both directions */
-	eps = realloc(set->eps, (set->count + 1) * sizeof(*eps));
-	if (!eps) {
-		ret = -FI_ENOMEM;
-		goto out;
-	}
-	set->eps = eps;
-	ret = ep_watch(ep, wait);
-	if (!ret)
-		set->eps[set->count++] = ep;
-out:
-	pthread_mutex_unlock(&set->lock);
-	return ret;
-}
-
-void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
-		     struct nrma_wait *wait)
-{
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count; i++) {
-		if (set->eps[i] != ep)
-			continue;
-		ep_unwatch(ep, wait);
-		set->eps[i] = set->eps[--set->count];
-		break;
-	}
-	pthread_mutex_unlock(&set->lock);
-}
-
-void nrma_ep_set_progress(struct nrma_ep_set *set)
-{
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count; i++)
-		nrma_ep_progress(set->eps[i]);
-	pthread_mutex_unlock(&set->lock);
-}
-
-int nrma_ep_set_arm(struct nrma_ep_set *set)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count && !ret; i++)
-		ret = nrma_ep_arm(set->eps[i]);
-	pthread_mutex_unlock(&set->lock);
-	return ret;
-}
-
-/* Progress: connection events, then device completions. */
-void nrma_ep_progress(struct nrma_ep *ep)
-{
-	pthread_mutex_lock(&ep->lock);
-	if (ep->enabled) {
-		nrma_proto_progress(ep);
-		nrma_cm_progress(ep);
-	}
-	pthread_mutex_unlock(&ep->lock);
-}
-
-/*
- * Asks for a channel event on the next completion, then looks once more:
- * one that arrived before arming raises no event.
- */
-int nrma_ep_arm(struct nrma_ep *ep)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&ep->lock);
-	if (ep->enabled) {
-		ret = nrma_verbs_ep_arm(ep->verbs);
-		if (!ret && nrma_proto_progress(ep))
-			ret = -FI_EAGAIN;
-	}
-	pthread_mutex_unlock(&ep->lock);
-	return ret;
-}
-
-int nrma_ep_cm_fd(const struct nrma_ep *ep)
-{
-	return nrma_listener_fd(ep->listener);
-}
-
-static int bind_cq(struct nrma_ep *ep, struct nrma_cq *cq, uint64_t flags)
+static int ep_bind_cq(struct nrma_ep *ep, struct nrma_cq *cq, uint64_t flags)
 {
 	if (flags & ~NRMA_CQ_BIND_FLAGS)
 		return -FI_EBADFLAGS;
@@ -164,7 +44,7 @@ static int bind_cq(struct nrma_ep *ep, struct nrma_cq *cq, uint64_t flags)
 	return 0;
 }
 
-static int bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
+static int ep_bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
 {
 	if (*slot)
 		return -FI_EINVAL;
@@ -173,27 +53,7 @@ static int bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
 	return 0;
 }
 
-/*
- * Peers bump a word of the endpoint's notification cell, whose rkey they
- * learn when they connect: no progress is needed to count.
- */
-static int bind_remote_cntr(struct nrma_ep *ep, struct nrma_cntr **slot,
-			    struct nrma_cntr *cntr, uint64_t flag)
-{
-	int ret;
-
-	if (*slot)
-		return -FI_EINVAL;
-	if (!ep->notify_cell) {
-		ret = nrma_notify_cell_open(ep->domain, &ep->notify_cell);
-		if (ret)
-			return ret;
-	}
-	ret = nrma_notify_cell_bind(ep->notify_cell, cntr, flag);
-	return ret ? ret : bind_cntr_slot(slot, cntr);
-}
-
-static int bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
+static int ep_bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
 {
 	int ret = 0;
 
@@ -204,24 +64,28 @@ static int bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
 	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
 	    !(ep->info->caps & FI_RMA_EVENT))
 		return -FI_EINVAL;
+	/*
+	 * Peers bump a word of the endpoint's notification cell, whose rkey
+	 * they learn when they connect: no progress is needed to count.
+	 */
 	if (flags & FI_REMOTE_WRITE)
-		ret = bind_remote_cntr(ep, &ep->rwrite_cntr, cntr,
-				       FI_REMOTE_WRITE);
+		ret = nrma_remote_cntrs_bind(&ep->remote, ep->domain, cntr,
+					     FI_REMOTE_WRITE);
 	if ((flags & FI_REMOTE_READ) && !ret)
-		ret = bind_remote_cntr(ep, &ep->rread_cntr, cntr,
-				       FI_REMOTE_READ);
+		ret = nrma_remote_cntrs_bind(&ep->remote, ep->domain, cntr,
+					     FI_REMOTE_READ);
 	if ((flags & FI_SEND) && !ret)
-		ret = bind_cntr_slot(&ep->send_cntr, cntr);
+		ret = ep_bind_cntr_slot(&ep->send_cntr, cntr);
 	if ((flags & FI_RECV) && !ret)
-		ret = bind_cntr_slot(&ep->recv_cntr, cntr);
+		ret = ep_bind_cntr_slot(&ep->recv_cntr, cntr);
 	if ((flags & FI_READ) && !ret)
-		ret = bind_cntr_slot(&ep->read_cntr, cntr);
+		ret = ep_bind_cntr_slot(&ep->read_cntr, cntr);
 	if ((flags & FI_WRITE) && !ret)
-		ret = bind_cntr_slot(&ep->write_cntr, cntr);
+		ret = ep_bind_cntr_slot(&ep->write_cntr, cntr);
 	return ret;
 }
 
-static int bind_av(struct nrma_ep *ep, struct nrma_av *av, uint64_t flags)
+static int ep_bind_av(struct nrma_ep *ep, struct nrma_av *av, uint64_t flags)
 {
 	if (flags)
 		return -FI_EBADFLAGS;
@@ -232,7 +96,7 @@ static int bind_av(struct nrma_ep *ep, struct nrma_av *av, uint64_t flags)
 	return 0;
 }
 
-static int bind_eq(struct nrma_ep *ep, struct nrma_eq *eq, uint64_t flags)
+static int ep_bind_eq(struct nrma_ep *ep, struct nrma_eq *eq, uint64_t flags)
 {
 	if (flags)
 		return -FI_EBADFLAGS;
@@ -244,16 +108,15 @@ static int bind_eq(struct nrma_ep *ep, struct nrma_eq *eq, uint64_t flags)
 }
 
 /* The domain of a fid that may be bound to an endpoint, or NULL. */
-static struct nrma_domain *bound_domain(struct fid *bfid)
+static struct nrma_domain *ep_bound_domain(struct fid *bfid)
 {
 	switch (bfid->fclass) {
 	case FI_CLASS_CQ:
-		return nrma_container_of(bfid, struct nrma_cq, cq_fid.fid)->domain;
+		return nrma_cq_of_fid(bfid)->domain;
 	case FI_CLASS_CNTR:
-		return nrma_container_of(bfid, struct nrma_cntr,
-					 cntr_fid.fid)->domain;
+		return nrma_cntr_of_fid(bfid)->domain;
 	case FI_CLASS_AV:
-		return nrma_container_of(bfid, struct nrma_av, av_fid.fid)->domain;
+		return nrma_av_of_fid(bfid)->domain;
 	default:
 		return NULL;
 	}
@@ -263,21 +126,17 @@ static int ep_bind_locked(struct nrma_ep *ep, struct fid *bfid, uint64_t flags)
 {
 	if (ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (bfid->fclass != FI_CLASS_EQ && bound_domain(bfid) != ep->domain)
+	if (bfid->fclass != FI_CLASS_EQ && ep_bound_domain(bfid) != ep->domain)
 		return -FI_EINVAL;
 	switch (bfid->fclass) {
 	case FI_CLASS_CQ:
-		return bind_cq(ep, nrma_container_of(bfid, struct nrma_cq,
-						     cq_fid.fid), flags);
+		return ep_bind_cq(ep, nrma_cq_of_fid(bfid), flags);
 	case FI_CLASS_CNTR:
-		return bind_cntr(ep, nrma_container_of(bfid, struct nrma_cntr,
-						       cntr_fid.fid), flags);
+		return ep_bind_cntr(ep, nrma_cntr_of_fid(bfid), flags);
 	case FI_CLASS_AV:
-		return bind_av(ep, nrma_container_of(bfid, struct nrma_av,
-						     av_fid.fid), flags);
+		return ep_bind_av(ep, nrma_av_of_fid(bfid), flags);
 	case FI_CLASS_EQ:
-		return bind_eq(ep, nrma_container_of(bfid, struct nrma_eq,
-						     eq_fid.fid), flags);
+		return ep_bind_eq(ep, nrma_eq_of_fid(bfid), flags);
 	default:
 		return -FI_EINVAL;
 	}
@@ -285,7 +144,7 @@ static int ep_bind_locked(struct nrma_ep *ep, struct fid *bfid, uint64_t flags)
 
 static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	int ret;
 
 	if (!bfid)
@@ -318,7 +177,8 @@ static int ep_join_sets(struct nrma_ep *ep)
 {
 	struct nrma_cntr *cntrs[] = { ep->send_cntr, ep->recv_cntr,
 				      ep->read_cntr, ep->write_cntr,
-				      ep->rread_cntr, ep->rwrite_cntr };
+				      ep->remote.cntr[NRMA_NOTIFY_WRITES],
+				      ep->remote.cntr[NRMA_NOTIFY_READS] };
 	int ret = 0;
 
 	if (ep->tx_cq)
@@ -332,20 +192,40 @@ static int ep_join_sets(struct nrma_ep *ep)
 	return ret;
 }
 
+/* What connections need to know of the endpoint, fixed from now on. */
+static struct nrma_cm_attr ep_cm_attr(struct nrma_ep *ep)
+{
+	size_t depth = ep->domain->device->limits.max_qp_rd_atom;
+
+	return (struct nrma_cm_attr) {
+		.vdom = ep->domain->verbs,
+		.vep = ep->verbs,
+		.sq_depth = nrma_params.qp_depth,
+		.max_sge = NRMA_IOV_LIMIT,
+		.rdma_depth = depth < NRMA_RDMA_DEPTH ? depth : NRMA_RDMA_DEPTH,
+		.name = ep->name,
+		.notify_rkey = nrma_remote_cntrs_rkey(&ep->remote),
+		.ops = &nrma_progress_cm_ops,
+		.arg = ep,
+	};
+}
+
 static int ep_enable(struct nrma_ep *ep)
 {
+	struct nrma_cm_attr attr;
 	int ret;
 
 	pthread_mutex_lock(&ep->lock);
 	ret = ep_enable_check(ep);
 	if (!ret)
-		ret = nrma_listener_name(ep->listener, &ep->name);
+		ret = nrma_cm_name(ep->cm, &ep->name);
 	pthread_mutex_unlock(&ep->lock);
 	if (!ret)
 		ret = ep_join_sets(ep);
 	pthread_mutex_lock(&ep->lock);
+	attr = ep_cm_attr(ep);
 	if (!ret)
-		ret = nrma_listener_listen(ep->listener);
+		ret = nrma_cm_listen(ep->cm, &attr);
 	if (!ret)
 		ep->enabled = true;
 	pthread_mutex_unlock(&ep->lock);
@@ -354,7 +234,7 @@ static int ep_enable(struct nrma_ep *ep)
 
 static int nrma_ep_control(struct fid *fid, int command, void *arg)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 
 	switch (command) {
 	case FI_ENABLE:
@@ -371,7 +251,7 @@ static int nrma_ep_control(struct fid *fid, int command, void *arg)
 	}
 }
 
-static void unbind_cq(struct nrma_ep *ep, struct nrma_cq *cq)
+static void ep_unbind_cq(struct nrma_ep *ep, struct nrma_cq *cq)
 {
 	if (!cq)
 		return;
@@ -379,26 +259,32 @@ static void unbind_cq(struct nrma_ep *ep, struct nrma_cq *cq)
 	atomic_fetch_sub(&cq->ref, 1);
 }
 
-static void unbind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr)
+/* The binding's own reference is the notification cell's. */
+static void ep_unbind_sets(struct nrma_ep *ep, struct nrma_cntr *cntr)
+{
+	if (cntr)
+		nrma_ep_set_del(&cntr->eps, ep, &cntr->wait);
+}
+
+static void ep_unbind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr)
 {
 	if (!cntr)
 		return;
-	nrma_ep_set_del(&cntr->eps, ep, &cntr->wait);
+	ep_unbind_sets(ep, cntr);
 	atomic_fetch_sub(&cntr->ref, 1);
 }
 
 static void ep_unbind_all(struct nrma_ep *ep)
 {
-	unbind_cq(ep, ep->tx_cq);
-	unbind_cq(ep, ep->rx_cq);
-	unbind_cntr(ep, ep->send_cntr);
-	unbind_cntr(ep, ep->recv_cntr);
-	unbind_cntr(ep, ep->read_cntr);
-	unbind_cntr(ep, ep->write_cntr);
-	unbind_cntr(ep, ep->rread_cntr);
-	unbind_cntr(ep, ep->rwrite_cntr);
-	if (ep->notify_cell)
-		nrma_notify_cell_close(ep->notify_cell);
+	ep_unbind_cq(ep, ep->tx_cq);
+	ep_unbind_cq(ep, ep->rx_cq);
+	ep_unbind_cntr(ep, ep->send_cntr);
+	ep_unbind_cntr(ep, ep->recv_cntr);
+	ep_unbind_cntr(ep, ep->read_cntr);
+	ep_unbind_cntr(ep, ep->write_cntr);
+	ep_unbind_sets(ep, ep->remote.cntr[NRMA_NOTIFY_WRITES]);
+	ep_unbind_sets(ep, ep->remote.cntr[NRMA_NOTIFY_READS]);
+	nrma_remote_cntrs_close(&ep->remote);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)
@@ -407,16 +293,14 @@ static void ep_unbind_all(struct nrma_ep *ep)
 
 static int nrma_ep_close(struct fid *fid)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 
 	if (ep->enabled)
-		nrma_proto_linger(ep);
+		nrma_ep_linger(ep);
 	ep_unbind_all(ep);
-	nrma_conns_close(ep);
-	nrma_hash_fini(&ep->qp_conns);
-	nrma_proto_close(ep);
+	nrma_cm_close(ep->cm);
+	nrma_xfer_close(ep);
 	nrma_verbs_ep_close(ep->verbs);
-	nrma_listener_close(ep->listener);
 	pthread_mutex_destroy(&ep->lock);
 	atomic_fetch_sub(&ep->domain->ref, 1);
 	fi_freeinfo(ep->info);
@@ -434,7 +318,7 @@ static struct fi_ops nrma_ep_fi_ops = {
 
 static int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	struct sockaddr_in name;
 	size_t room;
 	int ret;
@@ -442,7 +326,7 @@ static int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 	if (!addrlen)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&ep->lock);
-	ret = nrma_listener_name(ep->listener, &name);
+	ret = nrma_cm_name(ep->cm, &name);
 	pthread_mutex_unlock(&ep->lock);
 	if (ret)
 		return ret;
@@ -457,8 +341,7 @@ static int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 /* Rebinds the listener; only before fi_enable, while nobody knows us. */
 static int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
-	struct nrma_listener *listener;
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	int ret;
 
 	if (!addr || addrlen != sizeof(struct sockaddr_in) ||
@@ -469,11 +352,7 @@ static int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen)
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	ret = nrma_listener_open(addr, &listener);
-	if (!ret) {
-		nrma_listener_close(ep->listener);
-		ep->listener = listener;
-	}
+	ret = nrma_cm_rebind(ep->cm, addr);
 out:
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
@@ -495,16 +374,16 @@ static struct fi_ops_cm nrma_ep_cm_ops = {
 /* Only posted receives can be cancelled: sends are already on the wire. */
 static ssize_t nrma_ep_cancel(fid_t fid, void *context)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	ssize_t ret;
 
 	pthread_mutex_lock(&ep->lock);
-	ret = nrma_proto_cancel(ep, context);
+	ret = nrma_recv_cancel(ep, context);
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
 }
 
-static bool multi_recv_opt(const struct nrma_ep *ep, int level, int optname)
+static bool ep_multi_recv_opt(const struct nrma_ep *ep, int level, int optname)
 {
 	return level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV &&
 	       (ep->info->caps & FI_MULTI_RECV);
@@ -513,9 +392,9 @@ static bool multi_recv_opt(const struct nrma_ep *ep, int level, int optname)
 static int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 			  size_t *optlen)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 
-	if (!multi_recv_opt(ep, level, optname))
+	if (!ep_multi_recv_opt(ep, level, optname))
 		return -FI_ENOPROTOOPT;
 	if (!optval || !optlen || *optlen < sizeof(size_t))
 		return -FI_EINVAL;
@@ -527,9 +406,9 @@ static int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 static int nrma_ep_setopt(fid_t fid, int level, int optname,
 			  const void *optval, size_t optlen)
 {
-	struct nrma_ep *ep = ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 
-	if (!multi_recv_opt(ep, level, optname))
+	if (!ep_multi_recv_opt(ep, level, optname))
 		return -FI_ENOPROTOOPT;
 	if (!optval || optlen != sizeof(size_t))
 		return -FI_EINVAL;
@@ -575,35 +454,32 @@ static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
 	src.sin_port = 0;
 	if (info->src_addr)
 		memcpy(&src, info->src_addr, sizeof(src));
-	nrma_dlist_init(&ep->conns);
-	nrma_hash_init(&ep->qp_conns);
 	ep->tx_op_flags = info->tx_attr->op_flags;
 	ep->rx_op_flags = info->rx_attr->op_flags;
 	ep->min_multi_recv = NRMA_DEFAULT_MIN_MULTI_RECV;
-	ret = nrma_listener_open(&src, &ep->listener);
+	ret = nrma_cm_open(&src, &ep->cm);
 	if (ret)
 		return ret;
-	ret = nrma_verbs_ep_open(ep->domain->verbs, nrma_proto_cq_size(info),
+	ret = nrma_verbs_ep_open(ep->domain->verbs, nrma_xfer_cq_size(info),
 				 info->rx_attr->size, &ep->verbs);
 	if (ret)
-		goto err_listener;
-	ret = nrma_proto_open(ep);
+		goto err_cm;
+	ret = nrma_xfer_open(ep);
 	if (ret)
 		goto err_verbs;
 	return 0;
 
 err_verbs:
 	nrma_verbs_ep_close(ep->verbs);
-err_listener:
-	nrma_listener_close(ep->listener);
+err_cm:
+	nrma_cm_close(ep->cm);
 	return ret;
 }
 
 int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		 struct fid_ep **ep_fid, void *context)
 {
-	struct nrma_domain *domain =
-		nrma_container_of(domain_fid, struct nrma_domain, domain_fid);
+	struct nrma_domain *domain = nrma_domain_of(domain_fid);
 	struct nrma_ep *ep;
 	int ret;
 

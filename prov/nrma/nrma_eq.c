@@ -23,11 +23,6 @@ struct nrma_eq_event {
 	uint8_t extra[];
 };
 
-static struct nrma_eq *eq_of(struct fid_eq *eq_fid)
-{
-	return nrma_container_of(eq_fid, struct nrma_eq, eq_fid);
-}
-
 static int eq_push(struct nrma_eq *eq, struct nrma_eq_event *ev)
 {
 	pthread_mutex_lock(&eq->lock);
@@ -85,7 +80,7 @@ int nrma_eq_report_err(struct nrma_eq *eq, const struct fi_eq_err_entry *err)
 static ssize_t nrma_eq_write(struct fid_eq *eq_fid, uint32_t event,
 			     const void *buf, size_t len, uint64_t flags)
 {
-	struct nrma_eq *eq = eq_of(eq_fid);
+	struct nrma_eq *eq = nrma_eq_of(eq_fid);
 	int ret;
 
 	if (!(eq->flags & FI_WRITE) || (!buf && len))
@@ -111,7 +106,7 @@ static void eq_consume(struct nrma_eq *eq, struct nrma_eq_event *ev,
 static ssize_t nrma_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 			    size_t len, uint64_t flags)
 {
-	struct nrma_eq *eq = eq_of(eq_fid);
+	struct nrma_eq *eq = nrma_eq_of(eq_fid);
 	struct nrma_eq_event *ev;
 	ssize_t ret;
 
@@ -146,7 +141,7 @@ out:
 static ssize_t nrma_eq_readerr(struct fid_eq *eq_fid,
 			       struct fi_eq_err_entry *buf, uint64_t flags)
 {
-	struct nrma_eq *eq = eq_of(eq_fid);
+	struct nrma_eq *eq = nrma_eq_of(eq_fid);
 	struct nrma_eq_event *ev;
 	ssize_t ret = -FI_EAGAIN;
 
@@ -171,7 +166,7 @@ static ssize_t nrma_eq_readerr(struct fid_eq *eq_fid,
 static ssize_t nrma_eq_sread(struct fid_eq *eq_fid, uint32_t *event,
 			     void *buf, size_t len, int timeout, uint64_t flags)
 {
-	struct nrma_eq *eq = eq_of(eq_fid);
+	struct nrma_eq *eq = nrma_eq_of(eq_fid);
 	struct timespec start;
 	ssize_t ret;
 
@@ -218,14 +213,14 @@ int nrma_eq_trywait(struct nrma_eq *eq)
 
 static int nrma_eq_control(struct fid *fid, int command, void *arg)
 {
-	struct nrma_eq *eq = nrma_container_of(fid, struct nrma_eq, eq_fid.fid);
+	struct nrma_eq *eq = nrma_eq_of_fid(fid);
 
 	return nrma_wait_control(&eq->wait, command, arg);
 }
 
 static int nrma_eq_close(struct fid *fid)
 {
-	struct nrma_eq *eq = nrma_container_of(fid, struct nrma_eq, eq_fid.fid);
+	struct nrma_eq *eq = nrma_eq_of_fid(fid);
 	struct nrma_dlist *item;
 
 	if (atomic_load(&eq->ref))
@@ -261,8 +256,7 @@ static struct fi_ops_eq nrma_eq_ops = {
 int nrma_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
 		 struct fid_eq **eq_fid, void *context)
 {
-	struct nrma_fabric *fabric =
-		nrma_container_of(fabric_fid, struct nrma_fabric, fabric_fid);
+	struct nrma_fabric *fabric = nrma_fabric_of(fabric_fid);
 	struct nrma_eq *eq;
 	int ret;
 

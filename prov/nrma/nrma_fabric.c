@@ -5,16 +5,9 @@
 #include "nrma.h"
 #include "nrma_enosys.h"
 
-/* Error entries grew err_data_size in API 1.5; older callers get less. */
-size_t nrma_err_entry_size(uint32_t version, size_t full, size_t pre_1_5)
-{
-	return FI_VERSION_LT(version, FI_VERSION(1, 5)) ? pre_1_5 : full;
-}
-
 static int nrma_fabric_close(struct fid *fid)
 {
-	struct nrma_fabric *fabric =
-		nrma_container_of(fid, struct nrma_fabric, fabric_fid.fid);
+	struct nrma_fabric *fabric = nrma_fabric_of_fid(fid);
 
 	if (atomic_load(&fabric->ref))
 		return -FI_EBUSY;
@@ -22,18 +15,15 @@ static int nrma_fabric_close(struct fid *fid)
 	return 0;
 }
 
-static int nrma_trywait_one(struct fid *fid)
+static int fabric_trywait_one(struct fid *fid)
 {
 	switch (fid->fclass) {
 	case FI_CLASS_CQ:
-		return nrma_cq_trywait(nrma_container_of(fid, struct nrma_cq,
-							 cq_fid.fid));
+		return nrma_cq_trywait(nrma_cq_of_fid(fid));
 	case FI_CLASS_CNTR:
-		return nrma_cntr_trywait(nrma_container_of(fid, struct nrma_cntr,
-							   cntr_fid.fid));
+		return nrma_cntr_trywait(nrma_cntr_of_fid(fid));
 	case FI_CLASS_EQ:
-		return nrma_eq_trywait(nrma_container_of(fid, struct nrma_eq,
-							 eq_fid.fid));
+		return nrma_eq_trywait(nrma_eq_of_fid(fid));
 	default:
 		return -FI_EINVAL;
 	}
@@ -44,7 +34,7 @@ static int nrma_fabric_trywait(struct fid_fabric *fabric, struct fid **fids,
 {
 	(void) fabric;
 	for (int i = 0; i < count; i++) {
-		int ret = nrma_trywait_one(fids[i]);
+		int ret = fabric_trywait_one(fids[i]);
 
 		if (ret)
 			return ret;

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Memory regions are verbs MRs; the provider key handed to peers is the
- * rkey, and the descriptor is the nrma_mr itself.
+ * rkey, with the rkey of the registration's notification cell once a
+ * counter is bound (nrma_notify.h), and the descriptor is the nrma_mr.
  */
 #include <stdlib.h>
 
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_notify.h"
 #include "nrma_verbs.h"
 
 #define NRMA_MR_ACCESS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
@@ -14,14 +16,13 @@
 
 static int nrma_mr_close(struct fid *fid)
 {
-	struct nrma_mr *mr = nrma_container_of(fid, struct nrma_mr, mr_fid.fid);
+	struct nrma_mr *mr = nrma_mr_of_fid(fid);
 	int ret;
 
 	ret = nrma_verbs_mr_dereg(mr->verbs);
 	if (ret)
 		return ret;
-	if (mr->cell)
-		nrma_notify_cell_close(mr->cell);
+	nrma_remote_cntrs_close(&mr->remote);
 	atomic_fetch_sub(&mr->domain->ref, 1);
 	free(mr);
 	return 0;
@@ -33,7 +34,7 @@ static int nrma_mr_close(struct fid *fid)
  */
 static int nrma_mr_control(struct fid *fid, int command, void *arg)
 {
-	struct nrma_mr *mr = nrma_container_of(fid, struct nrma_mr, mr_fid.fid);
+	struct nrma_mr *mr = nrma_mr_of_fid(fid);
 
 	(void) arg;
 	if (command != FI_ENABLE)
@@ -46,7 +47,7 @@ static int nrma_mr_control(struct fid *fid, int command, void *arg)
  * Under FI_MR_RMA_EVENT only registrations made with FI_RMA_EVENT take
  * counters, and only until they are enabled.
  */
-static int mr_bind_check(const struct nrma_mr *mr, const struct fid *bfid,
+static int mr_bind_check(const struct nrma_mr *mr, struct fid *bfid,
 			 uint64_t flags)
 {
 	const struct fi_info *info = mr->domain->info;
@@ -61,7 +62,7 @@ static int mr_bind_check(const struct nrma_mr *mr, const struct fid *bfid,
 	if ((info->domain_attr->mr_mode & FI_MR_RMA_EVENT) &&
 	    !(mr->flags & FI_RMA_EVENT))
 		return -FI_EINVAL;
-	cntr = nrma_container_of(bfid, struct nrma_cntr, cntr_fid.fid);
+	cntr = nrma_cntr_of_fid(bfid);
 	return cntr->domain == mr->domain ? 0 : -FI_EINVAL;
 }
 
@@ -72,24 +73,17 @@ static int mr_bind_check(const struct nrma_mr *mr, const struct fid *bfid,
  */
 static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct nrma_mr *mr = nrma_container_of(fid, struct nrma_mr, mr_fid.fid);
-	uint32_t rkey, cell_rkey;
+	struct nrma_mr *mr = nrma_mr_of_fid(fid);
 	int ret;
 
 	ret = mr_bind_check(mr, bfid, flags);
+	if (!ret)
+		ret = nrma_remote_cntrs_bind(&mr->remote, mr->domain,
+					     nrma_cntr_of_fid(bfid), flags);
 	if (ret)
 		return ret;
-	if (!mr->cell) {
-		ret = nrma_notify_cell_open(mr->domain, &mr->cell);
-		if (ret)
-			return ret;
-	}
-	ret = nrma_notify_cell_bind(mr->cell, nrma_container_of(bfid,
-			struct nrma_cntr, cntr_fid.fid), flags);
-	if (ret)
-		return ret;
-	nrma_notify_key_decode(mr->mr_fid.key, &rkey, &cell_rkey);
-	mr->mr_fid.key = nrma_notify_key(rkey, nrma_notify_cell_rkey(mr->cell));
+	mr->mr_fid.key = nrma_mr_key(nrma_mr_key_rkey(mr->mr_fid.key),
+				     nrma_remote_cntrs_rkey(&mr->remote));
 	return 0;
 }
 
@@ -123,8 +117,7 @@ static int mr_check(const struct nrma_domain *domain,
 static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 			   uint64_t flags, struct fid_mr **mr_fid)
 {
-	struct nrma_domain *domain =
-		nrma_container_of(fid, struct nrma_domain, domain_fid.fid);
+	struct nrma_domain *domain = nrma_domain_of_fid(fid);
 	struct nrma_mr *mr;
 	int ret;
 

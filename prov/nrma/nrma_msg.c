@@ -1,11 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* fi_msg: untagged sends and receives (the protocol is in nrma_proto.c). */
+/* fi_msg: untagged sends and receives (nrma_send.c, nrma_recv.c). */
 #include "nrma.h"
-
-static struct nrma_ep *ep_of(struct fid_ep *ep_fid)
-{
-	return nrma_container_of(ep_fid, struct nrma_ep, ep_fid);
-}
 
 static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 				uint64_t flags)
@@ -16,7 +11,7 @@ static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 		.context = msg->context,
 	};
 
-	return nrma_proto_recv(ep_of(ep_fid), &a);
+	return nrma_recv(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -25,10 +20,10 @@ static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct nrma_recv_args a = {
 		.iov = iov, .desc = desc, .count = count, .src = src,
-		.flags = ep_of(ep_fid)->rx_op_flags, .context = context,
+		.flags = nrma_ep_of(ep_fid)->rx_op_flags, .context = context,
 	};
 
-	return nrma_proto_recv(ep_of(ep_fid), &a);
+	return nrma_recv(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -48,7 +43,7 @@ static ssize_t nrma_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 		.context = msg->context,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -57,10 +52,10 @@ static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct nrma_send_args a = {
 		.iov = iov, .desc = desc, .count = count, .dest = dest,
-		.flags = ep_of(ep_fid)->tx_op_flags, .context = context,
+		.flags = nrma_ep_of(ep_fid)->tx_op_flags, .context = context,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_msg_send(struct fid_ep *ep_fid, const void *buf,
@@ -80,10 +75,10 @@ static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 	struct nrma_send_args a = {
 		.iov = &iov, .desc = &desc, .count = 1, .dest = dest,
 		.data = data, .context = context,
-		.flags = ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA,
+		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
@@ -95,7 +90,7 @@ static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.flags = FI_INJECT | FI_REMOTE_CQ_DATA,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
@@ -106,7 +101,7 @@ static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
 		.iov = &iov, .count = 1, .dest = dest, .flags = FI_INJECT,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 struct fi_ops_msg nrma_msg_ops = {

@@ -16,18 +16,21 @@
  *
  * The CPU never writes a word that a peer can reach: remote atomics on
  * some devices (rxe) are not atomic against CPU atomics.  Counters sum
- * the words they watch on top of a local bias (nrma_cntr.c).
+ * the words they watch on top of a local bias (nrma_cntr.c), which also
+ * binds them to cells.
  */
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "nrma.h"
+#include "nrma_notify.h"
 #include "nrma_verbs.h"
 
 #define CELL_BYTES	(2 * sizeof(uint64_t))	/* a write and a read word */
 
 struct nrma_notify {
+	struct nrma_verbs_domain *vdom;
 	char *region;
 	size_t page_size;
 	size_t cells;
@@ -37,22 +40,23 @@ struct nrma_notify {
 };
 
 struct nrma_notify_cell {
-	struct nrma_domain *domain;
+	struct nrma_notify *notify;
 	size_t index;
-	volatile uint64_t *words;	/* NRMA_NOTIFY_WRITE, NRMA_NOTIFY_READ */
-	struct nrma_verbs_mr *mr;
+	volatile uint64_t *words;	/* by enum nrma_notify_word */
+	struct nrma_verbs_mr *mr;	/* NULL once disarmed */
 	uint32_t rkey;
-	struct nrma_cntr *cntr[2];	/* watching each word, if any */
 };
 
-int nrma_notify_open(struct nrma_domain *domain)
+int nrma_notify_open(struct nrma_verbs_domain *vdom, size_t cells,
+		     struct nrma_notify **notifyp)
 {
 	struct nrma_notify *n = calloc(1, sizeof(*n));
 
 	if (!n)
 		return -FI_ENOMEM;
+	n->vdom = vdom;
 	n->page_size = (size_t) sysconf(_SC_PAGESIZE);
-	n->cells = nrma_params.notify_cells;
+	n->cells = cells;
 	/* Pages are only backed once a cell in them is registered. */
 	n->region = mmap(NULL, n->cells * n->page_size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -67,21 +71,19 @@ int nrma_notify_open(struct nrma_domain *domain)
 	for (size_t i = n->cells; i > 0; i--)
 		n->free[n->nfree++] = i - 1;
 	pthread_mutex_init(&n->lock, NULL);
-	domain->notify = n;
+	*notifyp = n;
 	return 0;
 }
 
-void nrma_notify_close(struct nrma_domain *domain)
+void nrma_notify_close(struct nrma_notify *n)
 {
-	struct nrma_notify *n = domain->notify;
-
 	munmap(n->region, n->cells * n->page_size);
 	pthread_mutex_destroy(&n->lock);
 	free(n->free);
 	free(n);
 }
 
-static int cell_index_get(struct nrma_notify *n, size_t *index)
+static int notify_index_get(struct nrma_notify *n, size_t *index)
 {
 	int ret = 0;
 
@@ -94,7 +96,7 @@ static int cell_index_get(struct nrma_notify *n, size_t *index)
 	return ret;
 }
 
-static void cell_index_put(struct nrma_notify *n, size_t index)
+static void notify_index_put(struct nrma_notify *n, size_t index)
 {
 	pthread_mutex_lock(&n->lock);
 	n->free[n->nfree++] = index;
@@ -102,9 +104,9 @@ static void cell_index_put(struct nrma_notify *n, size_t index)
 }
 
 /* Registers the cell; an rkey of 0 would read as "no cell" in MR keys. */
-static int cell_register(struct nrma_notify_cell *cell)
+static int notify_cell_register(struct nrma_notify_cell *cell)
 {
-	struct nrma_verbs_domain *vd = cell->domain->verbs;
+	struct nrma_verbs_domain *vd = cell->notify->vdom;
 	struct nrma_verbs_mr *zero_mr = NULL;
 	int ret;
 
@@ -119,28 +121,27 @@ static int cell_register(struct nrma_notify_cell *cell)
 	return ret;
 }
 
-int nrma_notify_cell_open(struct nrma_domain *domain,
+int nrma_notify_cell_open(struct nrma_notify *n,
 			  struct nrma_notify_cell **cellp)
 {
-	struct nrma_notify *n = domain->notify;
 	struct nrma_notify_cell *cell = calloc(1, sizeof(*cell));
 	int ret;
 
 	if (!cell)
 		return -FI_ENOMEM;
-	ret = cell_index_get(n, &cell->index);
+	ret = notify_index_get(n, &cell->index);
 	if (ret) {
 		free(cell);
 		return ret;
 	}
-	cell->domain = domain;
+	cell->notify = n;
 	cell->words = (volatile uint64_t *) (n->region +
 					     cell->index * n->page_size);
 	/* No peer can reach the words before they are registered. */
-	cell->words[0] = cell->words[1] = 0;
-	ret = cell_register(cell);
+	cell->words[NRMA_NOTIFY_WRITES] = cell->words[NRMA_NOTIFY_READS] = 0;
+	ret = notify_cell_register(cell);
 	if (ret) {
-		cell_index_put(n, cell->index);
+		notify_index_put(n, cell->index);
 		free(cell);
 		return ret;
 	}
@@ -148,60 +149,27 @@ int nrma_notify_cell_open(struct nrma_domain *domain,
 	return 0;
 }
 
-/*
- * FI_REMOTE_WRITE and FI_REMOTE_READ each bind one word to a counter,
- * which stays open (-FI_EBUSY) until the cell closes.
- */
-int nrma_notify_cell_bind(struct nrma_notify_cell *cell, struct nrma_cntr *cntr,
-			  uint64_t flags)
+void nrma_notify_cell_disarm(struct nrma_notify_cell *cell)
 {
-	bool write = flags & FI_REMOTE_WRITE, read = flags & FI_REMOTE_READ;
-	int ret = 0;
+	if (cell->mr)
+		nrma_verbs_mr_dereg(cell->mr);
+	cell->mr = NULL;
+}
 
-	if ((write && cell->cntr[0]) || (read && cell->cntr[1]))
-		return -FI_EINVAL;
-	if (write)
-		ret = nrma_cntr_watch(cntr, &cell->words[0]);
-	if (!ret && read) {
-		ret = nrma_cntr_watch(cntr, &cell->words[1]);
-		if (ret && write)
-			nrma_cntr_unwatch(cntr, &cell->words[0]);
-	}
-	if (ret)
-		return ret;
-	if (write)
-		cell->cntr[0] = cntr;
-	if (read)
-		cell->cntr[1] = cntr;
-	atomic_fetch_add(&cntr->ref, write + read);
-	return 0;
+void nrma_notify_cell_close(struct nrma_notify_cell *cell)
+{
+	nrma_notify_cell_disarm(cell);
+	notify_index_put(cell->notify, cell->index);
+	free(cell);
+}
+
+volatile uint64_t *nrma_notify_cell_word(struct nrma_notify_cell *cell,
+					 enum nrma_notify_word word)
+{
+	return &cell->words[word];
 }
 
 uint32_t nrma_notify_cell_rkey(const struct nrma_notify_cell *cell)
 {
 	return cell->rkey;
-}
-
-/* Deregistered first: once no atomic can land, the counters keep the sum. */
-void nrma_notify_cell_close(struct nrma_notify_cell *cell)
-{
-	nrma_verbs_mr_dereg(cell->mr);
-	for (int i = 0; i < 2; i++)
-		if (cell->cntr[i]) {
-			nrma_cntr_unwatch(cell->cntr[i], &cell->words[i]);
-			atomic_fetch_sub(&cell->cntr[i]->ref, 1);
-		}
-	cell_index_put(cell->domain->notify, cell->index);
-	free(cell);
-}
-
-uint64_t nrma_notify_key(uint32_t rkey, uint32_t cell_rkey)
-{
-	return (uint64_t) rkey | (uint64_t) cell_rkey << 32;
-}
-
-void nrma_notify_key_decode(uint64_t key, uint32_t *rkey, uint32_t *cell_rkey)
-{
-	*rkey = (uint32_t) key;
-	*cell_rkey = (uint32_t) (key >> 32);
 }

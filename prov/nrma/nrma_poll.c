@@ -34,9 +34,8 @@ static bool member_ready(struct nrma_poll_member *member)
 	uint64_t value, err;
 
 	if (member->fid->fclass == FI_CLASS_CQ)
-		return nrma_cq_ready(nrma_container_of(member->fid,
-						       struct nrma_cq, cq_fid.fid));
-	cntr = nrma_container_of(member->fid, struct nrma_cntr, cntr_fid.fid);
+		return nrma_cq_ready(nrma_cq_of_fid(member->fid));
+	cntr = nrma_cntr_of_fid(member->fid);
 	value = fi_cntr_read(&cntr->cntr_fid);
 	err = fi_cntr_readerr(&cntr->cntr_fid);
 	if (value == member->last_value && err == member->last_err)
@@ -133,8 +132,7 @@ static struct fi_ops_poll nrma_poll_ops = {
 int nrma_poll_open(struct fid_domain *domain_fid, struct fi_poll_attr *attr,
 		   struct fid_poll **poll_fid)
 {
-	struct nrma_domain *domain =
-		nrma_container_of(domain_fid, struct nrma_domain, domain_fid);
+	struct nrma_domain *domain = nrma_domain_of(domain_fid);
 	struct nrma_poll *poll;
 
 	if (attr && attr->flags)

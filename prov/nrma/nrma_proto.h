@@ -1,17 +1,55 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the data path's files share: the wire header, operations, receive
- * entries, and the calls between the sending and completion side
- * (nrma_proto.c), the receiving side (nrma_recv.c) and RMA (nrma_rma.c).
- * All of it runs with ep->lock held.
+ * nrma's wire format: what peers exchange, and nothing else.
+ *
+ * A connection's private data (rdmacm connect, accept and reject) says
+ * who the sender is and where peers bump its notification counters.
+ * Every message starts with a struct nrma_hdr: an eager one carries its
+ * payload behind it, a rendezvous one the segments the receiver reads
+ * with RDMA read, and an ACK names the sender's operation it completes.
+ * Notification counters are 64-bit words that peers bump with a verbs
+ * fetch-and-add at fixed remote addresses under a cell's rkey.
+ *
+ * Everything is in host byte order but the connection data's header
+ * fields: peers must share it.
  */
 #ifndef NRMA_PROTO_H
 #define NRMA_PROTO_H
 
-#include "nrma.h"
-#include "nrma_verbs.h"
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#define NRMA_WR_RECV		(1ULL << 63)	/* wr_id of a receive buffer */
+#define NRMA_PROTOCOL_VERSION	2
+
+/* iovs per operation, and so rendezvous segments per message */
+#define NRMA_IOV_LIMIT		4
+#define NRMA_CM_MAGIC		0x6e726d61	/* "nrma" */
+
+enum nrma_reject_reason {
+	NRMA_REJECT_NONE,		/* connect and accept */
+	NRMA_REJECT_COLLISION,	/* our own request wins */
+	NRMA_REJECT_VERSION,
+};
+
+/* Connect, accept and reject private data (at most 56 bytes on IB). */
+struct nrma_cm_data {
+	uint32_t magic;			/* network byte order */
+	uint16_t version;		/* network byte order */
+	uint16_t reject_reason;		/* network byte order */
+	struct sockaddr_in name;	/* the sender endpoint's name */
+	uint32_t notify_rkey;		/* its endpoint cell, 0: none */
+};
+
+_Static_assert(sizeof(struct nrma_cm_data) <= 56, "rdmacm REQ private data");
+
+void nrma_cm_data_init(struct nrma_cm_data *data,
+		       const struct sockaddr_in *name, uint32_t notify_rkey,
+		       enum nrma_reject_reason reason);
+/* The private data in buf if it is nrma's (of any version), else NULL. */
+const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len);
+uint16_t nrma_cm_data_version(const struct nrma_cm_data *data);
+enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data);
 
 enum nrma_hdr_op {
 	NRMA_HDR_EAGER = 1,
@@ -41,155 +79,8 @@ struct nrma_rndv_seg {
 	uint32_t reserved;
 };
 
-enum nrma_op_kind {
-	NRMA_OP_SEND,		/* an application send */
-	NRMA_OP_ACK,		/* our ACK of a peer's message */
-	NRMA_OP_READ,		/* rendezvous read into a posted receive */
-	NRMA_OP_RMA,		/* an application RMA read or write */
-};
-
-struct nrma_rx_entry;
-
-struct nrma_op {
-	enum nrma_op_kind kind;
-	uint32_t gen;			/* tells a stale token from a live one */
-	struct nrma_conn *conn;
-	void *context;
-	uint64_t flags;			/* completion flags, FI_COMPLETION */
-	size_t len;
-	int64_t buf;			/* bounce buffer, or -1 */
-	unsigned int wc_pending;	/* posted work requests not yet done */
-	bool ack_pending;		/* waiting for the peer's ACK */
-	int error;			/* first failure, positive */
-	int prov_errno;			/* its ibv_wc_status */
-	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
-	size_t mr_count;
-	/* NRMA_OP_READ: segments not yet read wait on pending_reads */
-	struct nrma_dlist link;
-	struct nrma_rndv_seg seg[NRMA_IOV_LIMIT];
-	size_t seg_count;
-	size_t seg_done;
-	size_t rx_offset;		/* where the next segment lands */
-	size_t left;			/* bytes still to read */
-	uint32_t lkey[NRMA_IOV_LIMIT];
-	bool queued;
-	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
-	struct iovec iov[NRMA_IOV_LIMIT];
-	size_t iov_count;
-	struct nrma_rx_entry *rx;
-	uint64_t peer_token;
-	bool peer_wants_ack;
-	uint32_t cq_data;
-	uint64_t tag;
-	uint64_t rx_flags;
-	void *rx_buf;
-	size_t truncated;
-};
-
-struct nrma_rx_entry {
-	struct nrma_dlist link;
-	struct iovec iov[NRMA_IOV_LIMIT];
-	void *desc[NRMA_IOV_LIMIT];
-	size_t count;
-	void *context;
-	uint64_t flags;
-	uint64_t tag;
-	uint64_t ignore;
-	fi_addr_t src;			/* FI_DIRECTED_RECV, else FI_ADDR_UNSPEC */
-	size_t offset;			/* FI_MULTI_RECV: bytes used */
-	size_t reads;			/* rendezvous reads landing in it */
-	bool released;			/* off the posted list */
-};
-
-struct nrma_unexp {
-	struct nrma_dlist link;
-	uint32_t buf;
-	uint32_t len;
-	struct nrma_conn *conn;
-	bool claimed;			/* FI_CLAIM: off the queue, awaited */
-};
-
-/* Receives waiting for messages, and messages waiting for receives. */
-struct nrma_match_queue {
-	struct nrma_dlist posted;	/* struct nrma_rx_entry */
-	struct nrma_dlist unexp;	/* struct nrma_unexp */
-};
-
-struct nrma_pending_ack {
-	struct nrma_dlist link;
-	struct nrma_conn *conn;
-	uint64_t token;
-};
-
-struct nrma_proto {
-	size_t eager_size;
-	size_t buf_size;
-	struct nrma_bufpool tx_bufs;
-	struct nrma_bufpool rx_bufs;
-	struct nrma_verbs_mr *tx_mr;
-	struct nrma_verbs_mr *rx_mr;
-	struct nrma_bufpool ops;	/* struct nrma_op */
-	struct nrma_bufpool rx_entries;	/* struct nrma_rx_entry */
-	struct nrma_bufpool unexp_entries;
-	size_t sends;			/* application sends in flight */
-	size_t sends_max;
-	size_t srq_posted;
-	size_t srq_target;
-	struct nrma_match_queue msgq;
-	struct nrma_match_queue tagq;
-	struct nrma_dlist pending_acks;
-	struct nrma_dlist pending_reads;	/* struct nrma_op */
-	size_t acks;			/* ACKs posted, not yet completed */
-	uint64_t *scratch;		/* where notification atomics fetch to */
-	struct nrma_verbs_mr *scratch_mr;
-	uint32_t gen;
-};
-
-/* Operations, completions and sends (nrma_proto.c) */
-struct nrma_op *nrma_op_alloc(struct nrma_proto *m, enum nrma_op_kind kind,
-			      struct nrma_conn *conn);
-void nrma_op_free(struct nrma_proto *m, struct nrma_op *op);
-struct nrma_op *nrma_op_alloc_buf(struct nrma_proto *m, enum nrma_op_kind kind,
-				  struct nrma_conn *conn);
-struct nrma_op *nrma_op_by_token(struct nrma_proto *m, uint64_t token);
-int nrma_op_post(struct nrma_proto *m, struct nrma_op *op, struct nrma_wr *wr,
-		 size_t count);
-int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op,
-		   struct nrma_mr *desc, const struct iovec *iov,
-		   uint64_t access, struct nrma_verbs_mr **vmr, uint64_t *key);
-struct nrma_sge nrma_tx_buf_sge(const struct nrma_proto *m,
-				const struct nrma_op *op, size_t len);
-void nrma_report_tx(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
-fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn);
-uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags);
-struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
-				 struct nrma_conn *conn, bool bounce);
-struct nrma_sge nrma_scratch_sge(const struct nrma_proto *m);
-
-/* Posts one application transmit over conn; len is its payload. */
-typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
-				   const void *args, size_t len);
-ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
-		       nrma_tx_post_fn post, const void *args, size_t len);
-ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
-		    size_t count, uint64_t flags);
-
-/* Receiving (nrma_recv.c) */
-void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
-		       struct nrma_conn *conn);
-void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf);
-void nrma_srq_refill(struct nrma_ep *ep);
-void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_reads_retry(struct nrma_ep *ep);
-void nrma_acks_retry(struct nrma_ep *ep);
-
-/* RMA (nrma_rma.c) */
-size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
-		       bool fence, const struct nrma_sge *scratch,
-		       struct nrma_wr *wr);
-void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
-			 struct nrma_conn *conn);
+/* Remote addresses of a notification cell's words. */
+#define NRMA_NOTIFY_WRITE_ADDR	0
+#define NRMA_NOTIFY_READ_ADDR	8
 
 #endif /* NRMA_PROTO_H */

@@ -1,170 +1,135 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The receiving side of the message protocol (see nrma_proto.c): the
- * shared receive queue's buffers, posted receives and their matching,
- * unexpected messages, delivery of eager messages by copy and of
- * rendezvous ones by RDMA read, and the ACKs that tell senders.
+ * The receiving side of fi_msg and fi_tagged (see nrma_xfer.h): the
+ * shared receive queue's buffers, delivery of eager messages by copy and
+ * of rendezvous ones by RDMA read, the ACKs that tell senders, and the
+ * receive calls, FI_PEEK, FI_CLAIM and FI_DISCARD among them.  Which
+ * receive takes which message is nrma_match.c's business.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nrma_comp.h"
 #include "nrma_iov.h"
-#include "nrma_proto.h"
+#include "nrma_xfer.h"
 
 /* Completions of receives */
 
+static uint64_t recv_comp_flags(const struct nrma_rx_entry *rx)
+{
+	return FI_RECV | (rx->flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
+}
+
 /* A received message's completion; truncated is how much did not fit. */
-static void report_recv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 			void *buf, size_t len, uint64_t flags, uint32_t cq_data,
 			uint64_t tag, fi_addr_t src, size_t truncated)
 {
-	flags |= FI_RECV | (rx->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
-		 (rx->flags & FI_MULTI_RECV && rx->released && !rx->reads ?
-		  FI_MULTI_RECV : 0);
+	struct nrma_comp comp = {
+		.context = rx->context,
+		.flags = flags | recv_comp_flags(rx) |
+			 (rx->flags & FI_MULTI_RECV && rx->released &&
+					  !rx->reads ?
+				  FI_MULTI_RECV :
+				  0) |
+			 (rx->flags & FI_COMPLETION),
+		.len = len,
+		.buf = buf,
+		.data = cq_data,
+		.tag = tag,
+		.src = src,
+	};
+
 	if (truncated) {
-		struct fi_cq_err_entry err = {
-			.op_context = rx->context,
-			.flags = flags,
-			.len = len,
-			.buf = buf,
-			.data = cq_data,
-			.tag = tag,
-			.olen = truncated,
-			.err = FI_ETRUNC,
-		};
-
-		if (ep->rx_cq)
-			nrma_cq_write_err(ep->rx_cq, &err);
-		if (ep->recv_cntr)
-			nrma_cntr_inc_err(ep->recv_cntr);
-		return;
+		comp.olen = truncated;
+		comp.err = FI_ETRUNC;
 	}
-	if (ep->rx_cq && (!(ep->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-			  (rx->flags & FI_COMPLETION))) {
-		struct nrma_cq_entry entry = {
-			.comp = { .op_context = rx->context, .flags = flags,
-				  .len = len, .buf = buf, .data = cq_data,
-				  .tag = tag },
-			.src_addr = src,
-		};
-
-		nrma_cq_write(ep->rx_cq, &entry);
-	}
-	if (ep->recv_cntr)
-		nrma_cntr_inc(ep->recv_cntr);
+	nrma_comp_recv(ep, &comp);
 }
 
-/* Receive buffers and posted receives */
+/* Receive buffers */
 
-static int srq_post(struct nrma_ep *ep, uint32_t buf)
+static int recv_srq_post(struct nrma_ep *ep, uint32_t buf)
 {
-	struct nrma_proto *m = ep->proto;
+	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge sge = {
-		.addr = (uintptr_t) nrma_bufpool_buf(&m->rx_bufs, buf),
-		.len = m->buf_size,
-		.lkey = nrma_verbs_mr_lkey(m->rx_mr),
+		.addr = (uintptr_t) nrma_bufpool_buf(&x->rx_bufs, buf),
+		.len = x->buf_size,
+		.lkey = nrma_verbs_mr_lkey(x->rx_mr),
 	};
 	int ret;
 
 	ret = nrma_verbs_post_srq_recv(ep->verbs, NRMA_WR_RECV | buf, &sge);
 	if (ret) {
-		nrma_bufpool_put(&m->rx_bufs, buf);
+		nrma_bufpool_put(&x->rx_bufs, buf);
 		return ret;
 	}
-	m->srq_posted++;
+	x->srq_posted++;
 	return 0;
 }
 
 /* Keeps the shared receive queue full while free buffers last. */
 void nrma_srq_refill(struct nrma_ep *ep)
 {
-	struct nrma_proto *m = ep->proto;
+	struct nrma_xfer *x = ep->xfer;
 
-	while (m->srq_posted < m->srq_target) {
-		int64_t buf = nrma_bufpool_get(&m->rx_bufs);
+	while (x->srq_posted < x->srq_target) {
+		int64_t buf = nrma_bufpool_get(&x->rx_bufs);
 
-		if (buf < 0 || srq_post(ep, buf))
+		if (buf < 0 || recv_srq_post(ep, buf))
 			return;
 	}
 }
 
 void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf)
 {
-	nrma_bufpool_put(&ep->proto->rx_bufs, buf);
+	nrma_bufpool_put(&ep->xfer->rx_bufs, buf);
 	nrma_srq_refill(ep);
 }
 
-static void rx_entry_free(struct nrma_proto *m, struct nrma_rx_entry *rx)
+static const struct nrma_hdr *recv_hdr(struct nrma_ep *ep, uint32_t buf)
 {
-	nrma_bufpool_put(&m->rx_entries,
-			 ((char *) rx - m->rx_entries.mem) / m->rx_entries.buf_size);
-}
-
-static size_t rx_space(const struct nrma_rx_entry *rx)
-{
-	return nrma_iov_len(rx->iov, rx->count) - rx->offset;
-}
-
-/* Takes len bytes of a receive for one message; NULL buf when none fit. */
-static void *rx_claim(struct nrma_ep *ep, struct nrma_rx_entry *rx, size_t len)
-{
-	void *buf = (char *) rx->iov[0].iov_base + rx->offset;
-
-	if (!(rx->flags & FI_MULTI_RECV)) {
-		nrma_dlist_remove(&rx->link);
-		rx->released = true;
-		return rx->iov[0].iov_base;
-	}
-	rx->offset += len < rx_space(rx) ? len : rx_space(rx);
-	if (rx_space(rx) < ep->min_multi_recv) {
-		nrma_dlist_remove(&rx->link);
-		rx->released = true;
-	}
-	return buf;
-}
-
-static void rx_done(struct nrma_proto *m, struct nrma_rx_entry *rx)
-{
-	if (rx->released && !rx->reads)
-		rx_entry_free(m, rx);
+	return nrma_bufpool_buf(&ep->xfer->rx_bufs, buf);
 }
 
 /* ACKs */
 
-static int ack_post(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t token)
+static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
+			 uint64_t token)
 {
-	struct nrma_proto *m = ep->proto;
+	struct nrma_xfer *x = ep->xfer;
 	struct nrma_hdr *hdr;
 	struct nrma_sge sge;
 	struct nrma_wr wr;
 	struct nrma_op *op;
 	int ret;
 
-	op = nrma_op_alloc_buf(m, NRMA_OP_ACK, conn);
+	op = nrma_op_alloc_buf(x, NRMA_OP_ACK, conn);
 	if (!op)
 		return -FI_EAGAIN;
-	hdr = nrma_bufpool_buf(&m->tx_bufs, op->buf);
+	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
 	*hdr = (struct nrma_hdr) { .op = NRMA_HDR_ACK, .token = token };
-	sge = nrma_tx_buf_sge(m, op, sizeof(*hdr));
+	sge = nrma_tx_buf_sge(x, op, sizeof(*hdr));
 	wr = (struct nrma_wr) { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
-	ret = nrma_op_post(m, op, &wr, 1);
+	ret = nrma_op_post(x, op, &wr, 1);
 	if (ret)
-		nrma_op_free(m, op);
+		nrma_op_free(x, op);
 	else
-		m->acks++;
+		x->acks++;
 	return ret;
 }
 
 /* Sends an ACK now, or later when buffers are back; never drops it. */
-static void ack_send(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t token)
+static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
+			  uint64_t token)
 {
 	struct nrma_pending_ack *pending;
 
 	if (!conn || conn->state != NRMA_CONN_CONNECTED)
 		return;		/* the sender learns from the broken connection */
-	if (nrma_dlist_empty(&ep->proto->pending_acks) &&
-	    ack_post(ep, conn, token) != -FI_EAGAIN)
+	if (nrma_dlist_empty(&ep->xfer->pending_acks) &&
+	    recv_ack_post(ep, conn, token) != -FI_EAGAIN)
 		return;
 	pending = malloc(sizeof(*pending));
 	if (!pending) {
@@ -173,47 +138,49 @@ static void ack_send(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t token)
 	}
 	pending->conn = conn;
 	pending->token = token;
-	nrma_dlist_insert_tail(&pending->link, &ep->proto->pending_acks);
+	nrma_dlist_insert_tail(&pending->link, &ep->xfer->pending_acks);
 }
 
 void nrma_acks_retry(struct nrma_ep *ep)
 {
-	struct nrma_dlist *item;
+	struct nrma_dlist *head = &ep->xfer->pending_acks;
 
-	while ((item = ep->proto->pending_acks.next) != &ep->proto->pending_acks) {
+	while (!nrma_dlist_empty(head)) {
 		struct nrma_pending_ack *pending =
-			nrma_container_of(item, struct nrma_pending_ack, link);
+			nrma_container_of(head->next, struct nrma_pending_ack,
+					  link);
 
 		if (pending->conn->state == NRMA_CONN_CONNECTED &&
-		    ack_post(ep, pending->conn, pending->token) == -FI_EAGAIN)
+		    recv_ack_post(ep, pending->conn, pending->token) ==
+			    -FI_EAGAIN)
 			return;
-		nrma_dlist_remove(item);
+		nrma_dlist_remove(&pending->link);
 		free(pending);
 	}
 }
 
 /* Delivery of a message into a matched receive */
 
-static void deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-			  const struct nrma_hdr *hdr, size_t len,
-			  struct nrma_conn *conn)
+static void recv_deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			       const struct nrma_hdr *hdr, size_t len,
+			       struct nrma_conn *conn)
 {
-	size_t room = rx_space(rx), copy = len < room ? len : room;
+	size_t room = nrma_rx_space(rx), copy = len < room ? len : room;
 	size_t offset = rx->offset;
 	uint64_t flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
-	void *buf = rx_claim(ep, rx, copy);
+	void *buf = nrma_rx_take(rx, copy, ep->min_multi_recv);
 
 	nrma_iov_scatter(rx->iov, rx->count, offset, hdr + 1, copy);
-	report_recv(ep, rx, buf, copy, flags, hdr->cq_data, hdr->tag,
+	recv_report(ep, rx, buf, copy, flags, hdr->cq_data, hdr->tag,
 		    nrma_source_of(ep, conn), len - copy);
 	if (hdr->flags & NRMA_HDR_ACK_REQ)
-		ack_send(ep, conn, hdr->token);
-	rx_done(ep->proto, rx);
+		recv_ack_send(ep, conn, hdr->token);
+	nrma_rx_entry_done(&ep->xfer->match, rx);
 }
 
 /* lkeys of a receive's iovs, which rendezvous reads write into. */
-static int rx_lkeys(struct nrma_ep *ep, struct nrma_op *op,
-		    const struct nrma_rx_entry *rx, uint32_t *lkey)
+static int recv_lkeys(struct nrma_ep *ep, struct nrma_op *op,
+		      const struct nrma_rx_entry *rx, uint32_t *lkey)
 {
 	for (size_t i = 0; i < rx->count; i++) {
 		struct nrma_verbs_mr *vmr;
@@ -229,39 +196,44 @@ static int rx_lkeys(struct nrma_ep *ep, struct nrma_op *op,
 	return 0;
 }
 
+/* The read of the next remote segment into the receive's iovs. */
+static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
+{
+	const struct nrma_rndv_seg *seg = &op->seg[op->seg_done];
+	struct nrma_rx_entry *rx = op->rx;
+	struct nrma_sge sge[NRMA_IOV_LIMIT];
+	struct iovec piece[NRMA_IOV_LIMIT];
+	size_t idx[NRMA_IOV_LIMIT];
+	size_t n = nrma_iov_slice(rx->iov, rx->count, op->rx_offset, take,
+				  piece, idx, NRMA_IOV_LIMIT);
+	struct nrma_wr wr = {
+		.op = NRMA_WR_READ, .sge = sge, .sge_count = n,
+		.raddr = seg->addr, .rkey = seg->rkey,
+	};
+
+	for (size_t j = 0; j < n; j++)
+		sge[j] = (struct nrma_sge) {
+			.addr = (uintptr_t) piece[j].iov_base,
+			.len = piece[j].iov_len,
+			.lkey = op->lkey[idx[j]],
+		};
+	return n ? nrma_op_post(ep->xfer, op, &wr, 1) : -FI_EINVAL;
+}
+
 /*
  * One RDMA read per remote segment, scattered over the receive's iovs.
  * Stops at a full send queue; the rest is posted by a later progress.
  */
-static int post_reads(struct nrma_ep *ep, struct nrma_op *op)
+static int recv_post_reads(struct nrma_ep *ep, struct nrma_op *op)
 {
-	struct nrma_sge sge[NRMA_IOV_LIMIT];
-	struct iovec piece[NRMA_IOV_LIMIT];
-	size_t idx[NRMA_IOV_LIMIT];
-	struct nrma_rx_entry *rx = op->rx;
-
 	while (op->seg_done < op->seg_count && op->left) {
-		const struct nrma_rndv_seg *seg = &op->seg[op->seg_done];
-		size_t take = seg->len < op->left ? seg->len : op->left;
-		size_t n = nrma_iov_slice(rx->iov, rx->count, op->rx_offset,
-					  take, piece, idx, NRMA_IOV_LIMIT);
-		int ret;
+		size_t seg_len = op->seg[op->seg_done].len;
+		size_t take = seg_len < op->left ? seg_len : op->left;
+		int ret = recv_post_read(ep, op, take);
 
-		for (size_t j = 0; j < n; j++)
-			sge[j] = (struct nrma_sge) {
-				.addr = (uintptr_t) piece[j].iov_base,
-				.len = piece[j].iov_len,
-				.lkey = op->lkey[idx[j]],
-			};
-		struct nrma_wr wr = {
-			.op = NRMA_WR_READ, .sge = sge, .sge_count = n,
-			.raddr = seg->addr, .rkey = seg->rkey,
-		};
-
-		ret = n ? nrma_op_post(ep->proto, op, &wr, 1) : -FI_EINVAL;
 		if (ret)
 			return ret;
-		rx->reads++;
+		op->rx->reads++;
 		op->rx_offset += take;
 		op->left -= take;
 		op->seg_done++;
@@ -270,14 +242,14 @@ static int post_reads(struct nrma_ep *ep, struct nrma_op *op)
 }
 
 /* Posts what it can; a read stuck on a full queue waits its turn. */
-static void reads_advance(struct nrma_ep *ep, struct nrma_op *op)
+static void recv_reads_advance(struct nrma_ep *ep, struct nrma_op *op)
 {
-	int ret = post_reads(ep, op);
+	int ret = recv_post_reads(ep, op);
 
 	if (ret == -FI_EAGAIN) {
 		if (!op->queued)
 			nrma_dlist_insert_tail(&op->link,
-					       &ep->proto->pending_reads);
+					       &ep->xfer->pending_reads);
 		op->queued = true;
 		return;
 	}
@@ -294,32 +266,21 @@ static void reads_advance(struct nrma_ep *ep, struct nrma_op *op)
 
 void nrma_reads_retry(struct nrma_ep *ep)
 {
-	struct nrma_dlist *head = &ep->proto->pending_reads;
+	struct nrma_dlist *head = &ep->xfer->pending_reads;
 
 	while (!nrma_dlist_empty(head)) {
 		struct nrma_op *op =
 			nrma_container_of(head->next, struct nrma_op, link);
 
-		reads_advance(ep, op);
+		recv_reads_advance(ep, op);
 		if (op->queued)
 			return;		/* the queue is still full */
 	}
 }
 
-static void deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-			 const struct nrma_hdr *hdr, struct nrma_conn *conn)
+static void recv_read_init(struct nrma_op *op, struct nrma_rx_entry *rx,
+			   const struct nrma_hdr *hdr, size_t len)
 {
-	const struct nrma_rndv_seg *seg = (const void *) (hdr + 1);
-	size_t room = rx_space(rx), len = hdr->len < room ? hdr->len : room;
-	size_t offset = rx->offset;
-	struct nrma_op *op;
-	int ret;
-
-	op = nrma_op_alloc(ep->proto, NRMA_OP_READ, conn);
-	if (!op) {	/* cannot happen: reads are bounded by receives */
-		NRMA_WARN(FI_LOG_EP_DATA, "no operation for a rendezvous\n");
-		return;
-	}
 	op->rx = rx;
 	op->len = len;
 	op->truncated = hdr->len - len;
@@ -327,20 +288,36 @@ static void deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	op->cq_data = hdr->cq_data;
 	op->tag = hdr->tag;
 	op->rx_flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
-	op->rx_buf = rx_claim(ep, rx, len);
-	op->rx_offset = offset;
 	op->left = len;
 	op->seg_count = hdr->seg_count < NRMA_IOV_LIMIT ? hdr->seg_count :
 							  NRMA_IOV_LIMIT;
-	memcpy(op->seg, seg, op->seg_count * sizeof(*seg));
-	ret = conn ? rx_lkeys(ep, op, rx, op->lkey) : -FI_ECONNRESET;
+	memcpy(op->seg, hdr + 1, op->seg_count * sizeof(*op->seg));
+}
+
+static void recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			      const struct nrma_hdr *hdr,
+			      struct nrma_conn *conn)
+{
+	size_t room = nrma_rx_space(rx), len = hdr->len < room ? hdr->len : room;
+	struct nrma_op *op;
+	int ret;
+
+	op = nrma_op_alloc(ep->xfer, NRMA_OP_READ, conn);
+	if (!op) {	/* cannot happen: reads are bounded by receives */
+		NRMA_WARN(FI_LOG_EP_DATA, "no operation for a rendezvous\n");
+		return;
+	}
+	recv_read_init(op, rx, hdr, len);
+	op->rx_offset = rx->offset;
+	op->rx_buf = nrma_rx_take(rx, len, ep->min_multi_recv);
+	ret = conn ? recv_lkeys(ep, op, rx, op->lkey) : -FI_ECONNRESET;
 	if (ret) {
 		op->error = -ret;
 		op->truncated = 0;
 		nrma_read_finish(ep, op);
 		return;
 	}
-	reads_advance(ep, op);
+	recv_reads_advance(ep, op);
 }
 
 void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
@@ -348,113 +325,52 @@ void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 	struct nrma_rx_entry *rx = op->rx;
 
 	if (op->error) {
-		struct fi_cq_err_entry err = {
-			.op_context = rx->context,
-			.flags = FI_RECV | (rx->flags & FI_TAGGED ? FI_TAGGED : FI_MSG),
+		struct nrma_comp comp = {
+			.context = rx->context,
+			.flags = recv_comp_flags(rx),
 			.err = op->error,
 			.prov_errno = op->prov_errno,
 		};
 
-		if (ep->rx_cq)
-			nrma_cq_write_err(ep->rx_cq, &err);
-		if (ep->recv_cntr)
-			nrma_cntr_inc_err(ep->recv_cntr);
+		nrma_comp_recv(ep, &comp);
 	} else {
-		report_recv(ep, rx, op->rx_buf, op->len, op->rx_flags,
+		recv_report(ep, rx, op->rx_buf, op->len, op->rx_flags,
 			    op->cq_data, op->tag, nrma_source_of(ep, op->conn),
 			    op->truncated);
-		ack_send(ep, op->conn, op->peer_token);
+		recv_ack_send(ep, op->conn, op->peer_token);
 	}
-	rx_done(ep->proto, rx);
-	nrma_op_free(ep->proto, op);
+	nrma_rx_entry_done(&ep->xfer->match, rx);
+	nrma_op_free(ep->xfer, op);
 }
 
-static void deliver(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-		    const struct nrma_hdr *hdr, size_t wc_len,
-		    struct nrma_conn *conn)
+static void recv_deliver(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			 const struct nrma_hdr *hdr, size_t wc_len,
+			 struct nrma_conn *conn)
 {
 	if (hdr->op == NRMA_HDR_RNDV)
-		deliver_rndv(ep, rx, hdr, conn);
+		recv_deliver_rndv(ep, rx, hdr, conn);
 	else
-		deliver_eager(ep, rx, hdr, wc_len - sizeof(*hdr), conn);
+		recv_deliver_eager(ep, rx, hdr, wc_len - sizeof(*hdr), conn);
 }
 
-/* Whether a message with this tag from this connection may fill rx. */
-static bool rx_match(const struct nrma_rx_entry *rx, uint64_t tag,
-		     struct nrma_conn *conn)
+static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
+		      uint32_t buf, uint32_t len, struct nrma_conn *conn)
 {
-	if ((rx->flags & FI_TAGGED) && ((rx->tag ^ tag) & ~rx->ignore))
-		return false;
-	return rx->src == FI_ADDR_UNSPEC ||
-	       (conn && nrma_conn_fi_addr(conn) == rx->src);
-}
-
-static struct nrma_match_queue *queue_of(struct nrma_proto *m, bool tagged)
-{
-	return tagged ? &m->tagq : &m->msgq;
-}
-
-/* The first posted receive this message matches. */
-static struct nrma_rx_entry *match_posted(struct nrma_proto *m,
-					  const struct nrma_hdr *hdr,
-					  struct nrma_conn *conn)
-{
-	struct nrma_match_queue *q = queue_of(m, hdr->flags & NRMA_HDR_TAGGED);
-	struct nrma_dlist *item;
-
-	nrma_dlist_foreach(&q->posted, item) {
-		struct nrma_rx_entry *rx =
-			nrma_container_of(item, struct nrma_rx_entry, link);
-
-		if (rx_match(rx, hdr->tag, conn))
-			return rx;
+	/* The unexpected pool has an entry for every receive buffer. */
+	if (!nrma_match_hold(&ep->xfer->match, hdr->flags & NRMA_HDR_TAGGED,
+			     hdr->tag, buf, len, conn)) {
+		NRMA_WARN(FI_LOG_EP_DATA, "no entry for an unexpected message\n");
+		nrma_rx_buf_release(ep, buf);
+		return;
 	}
-	return NULL;
-}
-
-/* The first held message a new receive matches. */
-static struct nrma_unexp *match_unexp(struct nrma_proto *m,
-				      const struct nrma_rx_entry *rx)
-{
-	struct nrma_match_queue *q = queue_of(m, rx->flags & FI_TAGGED);
-	struct nrma_dlist *item;
-
-	nrma_dlist_foreach(&q->unexp, item) {
-		struct nrma_unexp *unexp =
-			nrma_container_of(item, struct nrma_unexp, link);
-		const struct nrma_hdr *hdr =
-			nrma_bufpool_buf(&m->rx_bufs, unexp->buf);
-
-		if (rx_match(rx, hdr->tag, unexp->conn))
-			return unexp;
-	}
-	return NULL;
-}
-
-static void hold_unexpected(struct nrma_ep *ep, const struct nrma_hdr *hdr,
-			    uint32_t buf, uint32_t len, struct nrma_conn *conn)
-{
-	struct nrma_proto *m = ep->proto;
-	int64_t index = nrma_bufpool_get(&m->unexp_entries);
-	struct nrma_unexp *unexp;
-
-	/* unexp_entries has a slot for every receive buffer */
-	unexp = nrma_bufpool_buf(&m->unexp_entries, index);
-	unexp->buf = buf;
-	unexp->len = len;
-	unexp->conn = conn;
-	unexp->claimed = false;
-	nrma_dlist_insert_tail(&unexp->link,
-			       &queue_of(m, hdr->flags & NRMA_HDR_TAGGED)->unexp);
+	nrma_srq_refill(ep);
 }
 
 void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		       struct nrma_conn *conn)
 {
-	struct nrma_proto *m = ep->proto;
-	const struct nrma_hdr *hdr = nrma_bufpool_buf(&m->rx_bufs, buf);
+	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
 	struct nrma_rx_entry *rx;
-	struct nrma_op *op;
 
 	if (len < sizeof(*hdr)) {
 		NRMA_WARN(FI_LOG_EP_DATA, "runt message (%u bytes) dropped\n", len);
@@ -462,59 +378,35 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		return;
 	}
 	if (hdr->op == NRMA_HDR_ACK) {
-		op = nrma_op_by_token(m, hdr->token);
-		NRMA_DBG(FI_LOG_EP_DATA, "ACK for %s operation\n",
-			 op ? "a waiting" : "no");
+		uint64_t token = hdr->token;
+
 		nrma_rx_buf_release(ep, buf);
-		if (op) {
-			op->ack_pending = false;
-			nrma_send_finish(ep, op);
-		}
+		nrma_send_acked(ep, token);
 		return;
 	}
-	rx = match_posted(m, hdr, conn);
+	rx = nrma_match_posted(&ep->xfer->match, hdr->flags & NRMA_HDR_TAGGED,
+			       hdr->tag, conn);
 	NRMA_DBG(FI_LOG_EP_DATA, "message op %u len %" PRIu64 " flags 0x%x: %s\n",
 		 hdr->op, hdr->len, hdr->flags, rx ? "matched" : "unexpected");
 	if (!rx) {
-		hold_unexpected(ep, hdr, buf, len, conn);
-		nrma_srq_refill(ep);
+		recv_hold(ep, hdr, buf, len, conn);
 		return;
 	}
-	deliver(ep, rx, hdr, len, conn);
+	recv_deliver(ep, rx, hdr, len, conn);
 	nrma_rx_buf_release(ep, buf);
 }
 
 /* Posting receives */
 
-static void unexp_free(struct nrma_proto *m, struct nrma_unexp *unexp)
-{
-	nrma_dlist_remove(&unexp->link);
-	unexp->claimed = false;		/* a stale context finds nothing */
-	nrma_bufpool_put(&m->unexp_entries,
-			 ((char *) unexp - m->unexp_entries.mem) /
-			 m->unexp_entries.buf_size);
-}
-
 /* Delivers a held message into rx and gives its buffer back. */
-static void deliver_held(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-			 struct nrma_unexp *unexp)
+static void recv_deliver_held(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			      struct nrma_unexp *unexp)
 {
-	struct nrma_proto *m = ep->proto;
 	uint32_t buf = unexp->buf;
 
-	deliver(ep, rx, nrma_bufpool_buf(&m->rx_bufs, buf), unexp->len,
-		unexp->conn);
-	unexp_free(m, unexp);
+	recv_deliver(ep, rx, recv_hdr(ep, buf), unexp->len, unexp->peer);
+	nrma_unexp_free(&ep->xfer->match, unexp);
 	nrma_rx_buf_release(ep, buf);
-}
-
-/* Feeds held messages to a receive that was just posted. */
-static void drain_unexpected(struct nrma_ep *ep, struct nrma_rx_entry *rx)
-{
-	struct nrma_unexp *unexp;
-
-	while (!rx->released && (unexp = match_unexp(ep->proto, rx)))
-		deliver_held(ep, rx, unexp);
 }
 
 static bool recv_args_valid(const struct nrma_ep *ep,
@@ -534,10 +426,9 @@ static bool recv_args_valid(const struct nrma_ep *ep,
 		(ep->info->caps & FI_MULTI_RECV));
 }
 
-static void rx_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-			  const struct nrma_recv_args *a)
+static void recv_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			    const struct nrma_recv_args *a)
 {
-	memset(rx, 0, sizeof(*rx));
 	memcpy(rx->iov, a->iov, a->count * sizeof(*rx->iov));
 	if (a->desc)
 		memcpy(rx->desc, a->desc, a->count * sizeof(*rx->desc));
@@ -550,136 +441,110 @@ static void rx_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 				0 : FI_COMPLETION);
 }
 
-static struct nrma_rx_entry *rx_entry_alloc(struct nrma_ep *ep,
-					    const struct nrma_recv_args *a)
+static struct nrma_rx_entry *recv_entry_alloc(struct nrma_ep *ep,
+					      const struct nrma_recv_args *a)
 {
-	int64_t index = nrma_bufpool_get(&ep->proto->rx_entries);
-	struct nrma_rx_entry *rx;
+	struct nrma_rx_entry *rx = nrma_rx_entry_alloc(&ep->xfer->match);
 
-	if (index < 0)
-		return NULL;
-	rx = nrma_bufpool_buf(&ep->proto->rx_entries, index);
-	rx_entry_init(ep, rx, a);
+	if (rx)
+		recv_entry_init(ep, rx, a);
 	return rx;
 }
 
+/* Posts a receive, and feeds it the held messages it matches. */
 static ssize_t recv_post(struct nrma_ep *ep, const struct nrma_recv_args *a)
 {
-	struct nrma_rx_entry *rx = rx_entry_alloc(ep, a);
+	struct nrma_match *m = &ep->xfer->match;
+	struct nrma_rx_entry *rx = recv_entry_alloc(ep, a);
+	struct nrma_unexp *unexp;
 
 	if (!rx)
 		return -FI_EAGAIN;
-	nrma_dlist_insert_tail(&rx->link,
-			       &queue_of(ep->proto, a->flags & FI_TAGGED)->posted);
-	drain_unexpected(ep, rx);
+	nrma_match_post(m, rx);
+	while (!rx->released && (unexp = nrma_match_unexp(m, rx)))
+		recv_deliver_held(ep, rx, unexp);
 	return 0;
 }
 
 /* FI_PEEK, FI_CLAIM and FI_DISCARD: held messages looked at, kept, dropped */
 
 /* What a peek found, or what a discarded claim had: no data moves. */
-static void report_held(struct nrma_ep *ep, void *context,
-			const struct nrma_hdr *hdr, struct nrma_conn *conn,
-			size_t len)
+static void recv_report_held(struct nrma_ep *ep, void *context,
+			     const struct nrma_unexp *unexp, size_t len)
 {
-	struct nrma_cq_entry entry = {
-		.comp = { .op_context = context, .len = len,
-			  .flags = FI_RECV | FI_TAGGED |
-				   (hdr->flags & NRMA_HDR_CQ_DATA ?
-				    FI_REMOTE_CQ_DATA : 0),
-			  .data = hdr->cq_data, .tag = hdr->tag },
-		.src_addr = nrma_source_of(ep, conn),
+	const struct nrma_hdr *hdr = recv_hdr(ep, unexp->buf);
+	struct nrma_comp comp = {
+		.context = context, .len = len,
+		.flags = FI_RECV | FI_TAGGED |
+			 (hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0),
+		.data = hdr->cq_data, .tag = hdr->tag,
+		.src = nrma_source_of(ep, unexp->peer),
 	};
 
-	if (ep->rx_cq)
-		nrma_cq_write(ep->rx_cq, &entry);
+	nrma_comp_rx_event(ep, &comp);
 }
 
 /* A dropped message's sender may wait for its ACK: it gets one. */
-static void unexp_discard(struct nrma_ep *ep, struct nrma_unexp *unexp)
+static void recv_discard(struct nrma_ep *ep, struct nrma_unexp *unexp)
 {
-	const struct nrma_hdr *hdr = nrma_bufpool_buf(&ep->proto->rx_bufs,
-						      unexp->buf);
+	const struct nrma_hdr *hdr = recv_hdr(ep, unexp->buf);
 	uint32_t buf = unexp->buf;
 
 	if (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ))
-		ack_send(ep, unexp->conn, hdr->token);
-	unexp_free(ep->proto, unexp);
+		recv_ack_send(ep, unexp->peer, hdr->token);
+	nrma_unexp_free(&ep->xfer->match, unexp);
 	nrma_rx_buf_release(ep, buf);
 }
 
 static ssize_t recv_peek(struct nrma_ep *ep, const struct nrma_recv_args *a)
 {
-	struct nrma_proto *m = ep->proto;
-	const struct nrma_hdr *hdr;
-	struct nrma_rx_entry probe;
+	struct nrma_rx_entry probe = { 0 };
 	struct nrma_unexp *unexp;
 
-	nrma_proto_progress(ep);	/* look at what has arrived by now */
-	rx_entry_init(ep, &probe, a);
-	unexp = match_unexp(m, &probe);
+	nrma_progress_poll(ep);		/* look at what has arrived by now */
+	recv_entry_init(ep, &probe, a);
+	unexp = nrma_match_unexp(&ep->xfer->match, &probe);
 	if (!unexp) {
-		struct fi_cq_err_entry err = {
-			.op_context = a->context, .flags = FI_RECV | FI_TAGGED,
+		struct nrma_comp comp = {
+			.context = a->context, .flags = FI_RECV | FI_TAGGED,
 			.tag = a->tag, .err = FI_ENOMSG,
 		};
 
-		if (ep->rx_cq)
-			nrma_cq_write_err(ep->rx_cq, &err);
+		nrma_comp_rx_event(ep, &comp);
 		return 0;
 	}
-	hdr = nrma_bufpool_buf(&m->rx_bufs, unexp->buf);
-	report_held(ep, a->context, hdr, unexp->conn, hdr->len);
-	if (a->flags & FI_DISCARD) {
-		unexp_discard(ep, unexp);
-	} else if (a->flags & FI_CLAIM) {
-		nrma_dlist_remove(&unexp->link);
-		unexp->claimed = true;
-		((struct fi_context *) a->context)->internal[0] = unexp;
-	}
+	recv_report_held(ep, a->context, unexp, recv_hdr(ep, unexp->buf)->len);
+	if (a->flags & FI_DISCARD)
+		recv_discard(ep, unexp);
+	else if (a->flags & FI_CLAIM)
+		nrma_match_claim(unexp, a->context);
 	return 0;
-}
-
-/* The message an FI_PEEK | FI_CLAIM kept in this context, or NULL. */
-static struct nrma_unexp *claimed_in(struct nrma_proto *m, void *context)
-{
-	uintptr_t unexp = (uintptr_t) ((struct fi_context *) context)->internal[0];
-	uintptr_t base = (uintptr_t) m->unexp_entries.mem;
-	size_t size = m->unexp_entries.buf_size;
-
-	if (unexp < base || (unexp - base) % size ||
-	    (unexp - base) / size >= m->unexp_entries.count ||
-	    !((struct nrma_unexp *) unexp)->claimed)
-		return NULL;
-	return (struct nrma_unexp *) unexp;
 }
 
 static ssize_t recv_claimed(struct nrma_ep *ep, const struct nrma_recv_args *a)
 {
-	struct nrma_unexp *unexp = claimed_in(ep->proto, a->context);
+	struct nrma_unexp *unexp = nrma_match_claimed(&ep->xfer->match,
+						      a->context);
 	struct nrma_rx_entry *rx = NULL;
 
 	if (!unexp)
 		return -FI_EINVAL;	/* nothing was claimed with it */
 	if (!(a->flags & FI_DISCARD)) {
-		rx = rx_entry_alloc(ep, a);
+		rx = recv_entry_alloc(ep, a);
 		if (!rx)
 			return -FI_EAGAIN;
 	}
-	((struct fi_context *) a->context)->internal[0] = NULL;
+	nrma_match_unclaim(a->context);
 	if (!rx) {
-		report_held(ep, a->context,
-			    nrma_bufpool_buf(&ep->proto->rx_bufs, unexp->buf),
-			    unexp->conn, 0);
-		unexp_discard(ep, unexp);
+		recv_report_held(ep, a->context, unexp, 0);
+		recv_discard(ep, unexp);
 		return 0;
 	}
-	nrma_dlist_init(&rx->link);	/* on no queue: it takes this one */
-	deliver_held(ep, rx, unexp);
+	recv_deliver_held(ep, rx, unexp);	/* on no queue: it takes this one */
 	return 0;
 }
 
-ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
+ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
 {
 	ssize_t ret;
 
@@ -698,41 +563,21 @@ ssize_t nrma_proto_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
 	return ret;
 }
 
-static bool cancel_in(struct nrma_ep *ep, struct nrma_dlist *posted,
-		      void *context)
+ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
 {
-	struct nrma_dlist *item;
+	struct nrma_rx_entry *rx = nrma_match_cancel(&ep->xfer->match, context);
+	struct nrma_comp comp;
 
-	nrma_dlist_foreach(posted, item) {
-		struct nrma_rx_entry *rx =
-			nrma_container_of(item, struct nrma_rx_entry, link);
-		struct fi_cq_err_entry err = {
-			.op_context = context,
-			.flags = FI_RECV | (rx->flags & (FI_MULTI_RECV | FI_TAGGED)) |
-				 (rx->flags & FI_TAGGED ? 0 : FI_MSG),
-			.tag = rx->tag,
-			.err = FI_ECANCELED,
-		};
-
-		if (rx->context != context)
-			continue;
-		nrma_dlist_remove(&rx->link);
-		rx->released = true;
-		if (ep->rx_cq)
-			nrma_cq_write_err(ep->rx_cq, &err);
-		if (ep->recv_cntr)
-			nrma_cntr_inc_err(ep->recv_cntr);
-		rx_done(ep->proto, rx);
-		return true;
-	}
-	return false;
-}
-
-/* Called with ep->lock held. */
-ssize_t nrma_proto_cancel(struct nrma_ep *ep, void *context)
-{
-	struct nrma_proto *m = ep->proto;
-
-	return cancel_in(ep, &m->msgq.posted, context) ||
-	       cancel_in(ep, &m->tagq.posted, context) ? 0 : -FI_ENOENT;
+	if (!rx)
+		return -FI_ENOENT;
+	comp = (struct nrma_comp) {
+		.context = context,
+		.flags = FI_RECV | (rx->flags & (FI_MULTI_RECV | FI_TAGGED)) |
+			 (rx->flags & FI_TAGGED ? 0 : FI_MSG),
+		.tag = rx->tag,
+		.err = FI_ECANCELED,
+	};
+	nrma_comp_recv(ep, &comp);
+	nrma_rx_entry_done(&ep->xfer->match, rx);
+	return 0;
 }

@@ -9,27 +9,43 @@
 
 #include <rdma/fi_rma.h>
 
+#include "nrma_comp.h"
 #include "nrma_iov.h"
-#include "nrma_proto.h"
+#include "nrma_notify.h"
+#include "nrma_xfer.h"
+
+/* One RMA operation, from any of the fi_rma calls. */
+struct nrma_rma_args {
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	fi_addr_t dest;
+	uint64_t addr;		/* the one remote segment */
+	uint64_t len;
+	uint64_t key;
+	uint64_t data;
+	uint64_t flags;		/* FI_READ or FI_WRITE, and op flags */
+	void *context;
+};
 
 /* Where the data comes from or lands: a bounce buffer, or the iovs. */
 static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 		     const struct nrma_rma_args *a, struct nrma_sge *sge)
 {
-	struct nrma_proto *m = ep->proto;
+	struct nrma_xfer *x = ep->xfer;
 	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
 	size_t n = 0;
 
-	if (op->len <= m->eager_size) {
-		op->buf = nrma_bufpool_get(&m->tx_bufs);
+	if (op->len <= x->eager_size) {
+		op->buf = nrma_bufpool_get(&x->tx_bufs);
 		if (op->buf < 0)
 			return -FI_EAGAIN;
 		if (access == FI_WRITE)
-			nrma_iov_gather(nrma_bufpool_buf(&m->tx_bufs, op->buf),
+			nrma_iov_gather(nrma_bufpool_buf(&x->tx_bufs, op->buf),
 					a->iov, a->count, 0, op->len);
 		memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
 		op->iov_count = a->count;
-		sge[0] = nrma_tx_buf_sge(m, op, op->len);
+		sge[0] = nrma_tx_buf_sge(x, op, op->len);
 		return 1;
 	}
 	for (size_t i = 0; i < a->count; i++) {
@@ -57,7 +73,7 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
  * operation on the same queue pair: RC executes a write before it, but a
  * read or an atomic only once fenced.
  */
-static struct nrma_wr notify_wr(uint32_t cell_rkey,
+static struct nrma_wr rma_notify_wr(uint32_t cell_rkey,
 				const struct nrma_sge *scratch, bool read,
 				bool fence)
 {
@@ -80,14 +96,13 @@ size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
 		       bool fence, const struct nrma_sge *scratch,
 		       struct nrma_wr *wr)
 {
-	uint32_t rkey, cell_rkey;
+	uint32_t cell_rkey = nrma_mr_key_cell(key);
 	size_t n = 0;
 
-	nrma_notify_key_decode(key, &rkey, &cell_rkey);
 	if (conn->notify_rkey)
-		wr[n++] = notify_wr(conn->notify_rkey, scratch, read, fence);
+		wr[n++] = rma_notify_wr(conn->notify_rkey, scratch, read, fence);
 	if (cell_rkey)
-		wr[n++] = notify_wr(cell_rkey, scratch, read, fence);
+		wr[n++] = rma_notify_wr(cell_rkey, scratch, read, fence);
 	return n;
 }
 
@@ -97,7 +112,7 @@ static size_t rma_wrs(const struct nrma_op *op,
 		      struct nrma_wr *wr)
 {
 	bool read = a->flags & FI_READ;
-	uint32_t rkey = (uint32_t) a->key;
+	uint32_t rkey = nrma_mr_key_rkey(a->key);
 	size_t n = 0;
 
 	wr[n++] = (struct nrma_wr) {
@@ -115,12 +130,12 @@ static size_t rma_wrs(const struct nrma_op *op,
 	return n;
 }
 
-static ssize_t post_rma(struct nrma_ep *ep, struct nrma_conn *conn,
+static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			const void *args, size_t len)
 {
 	const struct nrma_rma_args *a = args;
-	struct nrma_proto *m = ep->proto;
-	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(m);
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
 	struct nrma_wr wr[3];
 	struct nrma_op *op;
 	int n;
@@ -134,13 +149,13 @@ static ssize_t post_rma(struct nrma_ep *ep, struct nrma_conn *conn,
 		    nrma_tx_comp_flags(ep, a->flags);
 	n = rma_local(ep, op, a, sge);
 	if (n >= 0)
-		n = nrma_op_post(m, op, wr,
+		n = nrma_op_post(x, op, wr,
 				 rma_wrs(op, a, sge, n, &scratch, wr));
 	if (n) {
-		nrma_op_free(m, op);
+		nrma_op_free(x, op);
 		return n;
 	}
-	m->sends++;
+	x->sends++;
 	return 0;
 }
 
@@ -154,7 +169,7 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	if ((size_t) len != a->len || (a->flags & (FI_INJECT | FI_READ)) ==
 				      (FI_INJECT | FI_READ))
 		return -FI_EINVAL;
-	return nrma_tx_submit(ep, a->dest, post_rma, a, len);
+	return nrma_tx_submit(ep, a->dest, rma_post, a, len);
 }
 
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
@@ -163,30 +178,25 @@ void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 		return;
 	if (!op->error && op->buf >= 0 && (op->flags & FI_READ))
 		nrma_iov_scatter(op->iov, op->iov_count, 0,
-				 nrma_bufpool_buf(&ep->proto->tx_bufs, op->buf),
+				 nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
 				 op->len);
-	nrma_report_tx(ep, op);
-	ep->proto->sends--;
-	nrma_op_free(ep->proto, op);
+	nrma_op_report(ep, op);
+	ep->xfer->sends--;
+	nrma_op_free(ep->xfer, op);
 }
 
 /* An RDMA write with immediate data: the data is in place already. */
 void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 			 struct nrma_conn *conn)
 {
-	struct nrma_cq_entry entry = {
-		.comp = { .flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
-			  .len = wc->len, .data = wc->imm },
-		.src_addr = nrma_source_of(ep, conn),
+	struct nrma_comp comp = {
+		.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+		.len = wc->len,
+		.data = wc->imm,
+		.src = nrma_source_of(ep, conn),
 	};
 
-	if (ep->rx_cq)
-		nrma_cq_write(ep->rx_cq, &entry);
-}
-
-static struct nrma_ep *ep_of(struct fid_ep *ep_fid)
-{
-	return nrma_container_of(ep_fid, struct nrma_ep, ep_fid);
+	nrma_comp_rx_event(ep, &comp);
 }
 
 static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
@@ -204,7 +214,7 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 	a.addr = msg->rma_iov[0].addr;
 	a.len = msg->rma_iov[0].len;
 	a.key = msg->rma_iov[0].key;
-	return rma_submit(ep_of(ep_fid), &a);
+	return rma_submit(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_rma_readmsg(struct fid_ep *ep_fid,
@@ -227,12 +237,12 @@ static ssize_t rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct nrma_rma_args a = {
 		.iov = iov, .desc = desc, .count = count, .dest = peer,
 		.addr = addr, .key = key, .data = data, .context = context,
-		.flags = ep_of(ep_fid)->tx_op_flags | flags,
+		.flags = nrma_ep_of(ep_fid)->tx_op_flags | flags,
 	};
 
 	for (size_t i = 0; iov && i < count; i++)
 		a.len += iov[i].iov_len;
-	return rma_submit(ep_of(ep_fid), &a);
+	return rma_submit(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -293,7 +303,7 @@ static ssize_t nrma_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.flags = FI_WRITE | FI_INJECT | FI_REMOTE_CQ_DATA,
 	};
 
-	return rma_submit(ep_of(ep_fid), &a);
+	return rma_submit(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
@@ -306,7 +316,7 @@ static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
 		.len = len, .key = key, .flags = FI_WRITE | FI_INJECT,
 	};
 
-	return rma_submit(ep_of(ep_fid), &a);
+	return rma_submit(nrma_ep_of(ep_fid), &a);
 }
 
 struct fi_ops_rma nrma_rma_ops = {

@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* fi_tagged: tagged sends and receives (the protocol is in nrma_proto.c). */
+/* fi_tagged: tagged sends and receives (nrma_send.c, nrma_recv.c). */
 #include <rdma/fi_tagged.h>
 
 #include "nrma.h"
-
-static struct nrma_ep *ep_of(struct fid_ep *ep_fid)
-{
-	return nrma_container_of(ep_fid, struct nrma_ep, ep_fid);
-}
 
 static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
 				   const struct fi_msg_tagged *msg,
@@ -19,7 +14,7 @@ static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
 		.flags = flags | FI_TAGGED, .context = msg->context,
 	};
 
-	return nrma_proto_recv(ep_of(ep_fid), &a);
+	return nrma_recv(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -29,10 +24,10 @@ static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct nrma_recv_args a = {
 		.iov = iov, .desc = desc, .count = count, .src = src,
 		.tag = tag, .ignore = ignore, .context = context,
-		.flags = ep_of(ep_fid)->rx_op_flags | FI_TAGGED,
+		.flags = nrma_ep_of(ep_fid)->rx_op_flags | FI_TAGGED,
 	};
 
-	return nrma_proto_recv(ep_of(ep_fid), &a);
+	return nrma_recv(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -55,7 +50,7 @@ static ssize_t nrma_tagged_sendmsg(struct fid_ep *ep_fid,
 		.flags = flags | FI_TAGGED, .context = msg->context,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -65,10 +60,10 @@ static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct nrma_send_args a = {
 		.iov = iov, .desc = desc, .count = count, .dest = dest,
 		.tag = tag, .context = context,
-		.flags = ep_of(ep_fid)->tx_op_flags | FI_TAGGED,
+		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_tagged_send(struct fid_ep *ep_fid, const void *buf,
@@ -88,11 +83,11 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 	struct nrma_send_args a = {
 		.iov = &iov, .desc = &desc, .count = 1, .dest = dest,
 		.data = data, .tag = tag, .context = context,
-		.flags = ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
+		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
 			 FI_REMOTE_CQ_DATA,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
@@ -105,7 +100,7 @@ static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.flags = FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
@@ -117,7 +112,7 @@ static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
 		.flags = FI_INJECT | FI_TAGGED,
 	};
 
-	return nrma_proto_send(ep_of(ep_fid), &a);
+	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
 struct fi_ops_tagged nrma_tagged_ops = {

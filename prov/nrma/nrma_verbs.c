@@ -12,6 +12,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "nrma.h"
+#include "nrma_proto.h"
 #include "nrma_verbs.h"
 
 struct nrma_verbs_domain {
@@ -392,8 +393,14 @@ int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
 	return n < 0 ? -FI_EIO : n;
 }
 
+/* rdmacm owns the QP: it moves it through its states as the id connects. */
+struct nrma_verbs_qp {
+	struct rdma_cm_id *id;
+};
+
 int nrma_verbs_qp_create(struct nrma_verbs_ep *ve, struct nrma_verbs_domain *vd,
-			 struct rdma_cm_id *id, size_t sq_depth, size_t max_sge)
+			 struct rdma_cm_id *id, size_t sq_depth, size_t max_sge,
+			 struct nrma_verbs_qp **qpp)
 {
 	struct ibv_qp_init_attr attr = {
 		.send_cq = ve->cq,
@@ -406,8 +413,30 @@ int nrma_verbs_qp_create(struct nrma_verbs_ep *ve, struct nrma_verbs_domain *vd,
 			.max_send_sge = max_sge,
 		},
 	};
+	struct nrma_verbs_qp *qp = malloc(sizeof(*qp));
 
-	return rdma_create_qp(id, vd->pd, &attr) ? -errno : 0;
+	if (!qp)
+		return -FI_ENOMEM;
+	if (rdma_create_qp(id, vd->pd, &attr)) {
+		int ret = -errno;
+
+		free(qp);
+		return ret;
+	}
+	qp->id = id;
+	*qpp = qp;
+	return 0;
+}
+
+void nrma_verbs_qp_destroy(struct nrma_verbs_qp *qp)
+{
+	rdma_destroy_qp(qp->id);
+	free(qp);
+}
+
+uint32_t nrma_verbs_qp_num(const struct nrma_verbs_qp *qp)
+{
+	return qp->id->qp->qp_num;
 }
 
 static void fill_sges(struct ibv_sge *ibv_sge, const struct nrma_sge *sge,
@@ -458,7 +487,8 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 		ibv_wr->imm_data = htonl(wr->imm);
 }
 
-int nrma_verbs_post(struct ibv_qp *qp, const struct nrma_wr *wr, size_t count)
+int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
+		    size_t count)
 {
 	struct ibv_send_wr ibv_wr[count], *bad;
 	struct ibv_sge ibv_sge[count][NRMA_MAX_SGE];
@@ -469,7 +499,7 @@ int nrma_verbs_post(struct ibv_qp *qp, const struct nrma_wr *wr, size_t count)
 		build_wr(&ibv_wr[i], ibv_sge[i], &wr[i]);
 		ibv_wr[i].next = i + 1 < count ? &ibv_wr[i + 1] : NULL;
 	}
-	return post_result(ibv_post_send(qp, ibv_wr, &bad));
+	return post_result(ibv_post_send(qp->id->qp, ibv_wr, &bad));
 }
 
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *ve, uint64_t wr_id,

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The one place that speaks ibverbs and rdmacm.  The libfabric objects call
- * these and never see a verbs structure.
+ * The one place that speaks ibverbs (nrma_verbs.c); connection management
+ * (nrma_cm.c) is the one that speaks rdmacm.  Everything above calls these
+ * and never sees a verbs structure.
  */
 #ifndef NRMA_VERBS_H
 #define NRMA_VERBS_H
 
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <netinet/in.h>
 
 struct nrma_device;
 struct nrma_verbs_domain;
 struct nrma_verbs_mr;
 struct nrma_verbs_ep;
-struct nrma_listener;
-struct ibv_qp;
+struct nrma_verbs_qp;
 struct rdma_cm_id;
 
 /* Devices with an active port, RC, 64-bit atomics and an rdmacm address. */
@@ -75,9 +76,16 @@ struct nrma_sge {
 	uint32_t lkey;
 };
 
-/* RC queue pair on a connecting or accepted rdmacm id, on the SRQ. */
-int nrma_verbs_qp_create(struct nrma_verbs_ep *vep, struct nrma_verbs_domain *vdom,
-			 struct rdma_cm_id *id, size_t sq_depth, size_t max_sge);
+/*
+ * An RC queue pair on a connecting or accepted rdmacm id, on the
+ * endpoint's CQ and SRQ.
+ */
+int nrma_verbs_qp_create(struct nrma_verbs_ep *vep,
+			 struct nrma_verbs_domain *vdom, struct rdma_cm_id *id,
+			 size_t sq_depth, size_t max_sge,
+			 struct nrma_verbs_qp **qp);
+void nrma_verbs_qp_destroy(struct nrma_verbs_qp *qp);
+uint32_t nrma_verbs_qp_num(const struct nrma_verbs_qp *qp);
 enum nrma_wr_op {
 	NRMA_WR_SEND,
 	NRMA_WR_WRITE,
@@ -106,7 +114,8 @@ struct nrma_wr {
  * Posts count work requests in order.  Callers keep the send queue from
  * overflowing, so an error means a broken queue pair.
  */
-int nrma_verbs_post(struct ibv_qp *qp, const struct nrma_wr *wr, size_t count);
+int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
+		    size_t count);
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
 			     const struct nrma_sge *sge);
 
@@ -114,15 +123,5 @@ int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
 const char *nrma_verbs_status_str(int prov_errno);
 /* The libfabric error (positive) that best describes an ibv_wc_status. */
 int nrma_verbs_status_errno(int status);
-
-/* rdmacm listener on an endpoint's own address (nrma_cm.c). */
-int nrma_listener_open(const struct sockaddr_in *addr,
-		       struct nrma_listener **listener);
-int nrma_listener_name(struct nrma_listener *listener,
-		       struct sockaddr_in *name);
-int nrma_listener_listen(struct nrma_listener *listener);
-int nrma_listener_fd(const struct nrma_listener *listener);
-struct rdma_event_channel *nrma_listener_channel(struct nrma_listener *listener);
-void nrma_listener_close(struct nrma_listener *listener);
 
 #endif /* NRMA_VERBS_H */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "nrma.h"
+#include "nrma_proto.h"
 
 #define MiB		(1024 * 1024)
 #define V(maj, min)	FI_VERSION(maj, min)

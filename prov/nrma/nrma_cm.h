@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Connection management: an endpoint's rdmacm listener and its RC
+ * connections, one per peer, made on first use (nrma_cm.c), and the table
+ * that finds them by fi_addr_t, name or queue pair (nrma_conn.c).
+ *
+ * This layer talks to rdmacm and verbs only.  What it must know of the
+ * endpoint (its name, its notification rkey, its verbs resources) it is
+ * given; what the endpoint must know of it (a connection failed, a peer
+ * left) it reports through the callbacks the endpoint gave it.  All of
+ * it runs with the endpoint's lock held.
+ */
+#ifndef NRMA_CM_H
+#define NRMA_CM_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+
+#include "nrma_hash.h"
+#include "nrma_list.h"
+
+struct nrma_cm;
+struct nrma_verbs_domain;
+struct nrma_verbs_ep;
+struct nrma_verbs_qp;
+struct rdma_cm_id;
+
+enum nrma_conn_state {
+	NRMA_CONN_CONNECTING,
+	NRMA_CONN_CONNECTED,
+	NRMA_CONN_FAILED,
+};
+
+struct nrma_conn {
+	struct nrma_dlist link;		/* nrma_conn_table.conns */
+	struct nrma_cm *cm;
+	struct rdma_cm_id *id;
+	struct nrma_verbs_qp *qp;
+	enum nrma_conn_state state;
+	int error;			/* why it failed */
+	bool outgoing;
+	bool established;		/* it was up once */
+	bool loopback;			/* our own request: we receive on it */
+	struct sockaddr_in peer;	/* the peer endpoint's name */
+	fi_addr_t fi_addr;		/* FI_ADDR_NOTAVAIL until known */
+	uint32_t qp_num;
+	size_t sq_free;			/* send queue slots not in use */
+	uint32_t notify_rkey;		/* the peer endpoint's cell, 0: none */
+	int64_t started;		/* ms: first attempt to reach the peer */
+};
+
+/* An endpoint's connections (nrma_conn.c); no rdmacm in it. */
+struct nrma_conn_table {
+	struct nrma_dlist conns;	/* every struct nrma_conn */
+	struct nrma_conn **peers;	/* by fi_addr_t */
+	size_t npeers;
+	struct nrma_hash by_qp;		/* qp_num -> conn */
+};
+
+void nrma_conn_table_init(struct nrma_conn_table *table);
+/* Frees the lookups; the connections are gone by then. */
+void nrma_conn_table_fini(struct nrma_conn_table *table);
+void nrma_conn_table_add(struct nrma_conn_table *table, struct nrma_conn *conn);
+/* Forgets conn's fi_addr_t and queue pair; it stays on the list. */
+void nrma_conn_table_unmap(struct nrma_conn_table *table,
+			   struct nrma_conn *conn);
+int nrma_conn_table_map(struct nrma_conn_table *table, struct nrma_conn *conn,
+			fi_addr_t fi_addr);
+int nrma_conn_table_map_qp(struct nrma_conn_table *table,
+			   struct nrma_conn *conn, uint32_t qp_num);
+struct nrma_conn *nrma_conn_table_by_addr(const struct nrma_conn_table *table,
+					  fi_addr_t fi_addr);
+/* A live connection to the peer named name, loopback ones aside. */
+struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
+					  const struct sockaddr_in *name);
+struct nrma_conn *nrma_conn_table_by_qp(const struct nrma_conn_table *table,
+					uint32_t qp_num);
+
+/*
+ * When two endpoints connect to each other at once, both apply the same
+ * rule: the connection initiated by the endpoint with the smaller name
+ * wins.  Whether a request from existing's peer wins over existing.
+ */
+bool nrma_conn_request_wins(const struct sockaddr_in *self,
+			    const struct nrma_conn *existing);
+
+/* What the endpoint hears of its connections (nrma_cm.c). */
+struct nrma_cm_ops {
+	/* conn failed: what waits on it will not complete. */
+	void (*conn_failed)(void *arg, struct nrma_conn *conn);
+	/* A peer left: take in what it sent before it went. */
+	void (*drain)(void *arg);
+};
+
+/* Fixed when the endpoint is enabled. */
+struct nrma_cm_attr {
+	struct nrma_verbs_domain *vdom;
+	struct nrma_verbs_ep *vep;
+	size_t sq_depth;		/* send queue per connection */
+	size_t max_sge;
+	size_t rdma_depth;		/* RDMA reads and atomics in flight */
+	struct sockaddr_in name;	/* the endpoint's, for private data */
+	uint32_t notify_rkey;		/* its notification cell, 0: none */
+	const struct nrma_cm_ops *ops;
+	void *arg;
+};
+
+/* Binds a listening id to addr (port 0: any), so the name is known. */
+int nrma_cm_open(const struct sockaddr_in *addr, struct nrma_cm **cm);
+/* Destroys every connection and the listener; reports nothing. */
+void nrma_cm_close(struct nrma_cm *cm);
+int nrma_cm_name(struct nrma_cm *cm, struct sockaddr_in *name);
+/* Binds to another address; only before nrma_cm_listen. */
+int nrma_cm_rebind(struct nrma_cm *cm, const struct sockaddr_in *addr);
+int nrma_cm_listen(struct nrma_cm *cm, const struct nrma_cm_attr *attr);
+/* Readable when connection events wait for nrma_cm_progress. */
+int nrma_cm_fd(const struct nrma_cm *cm);
+void nrma_cm_progress(struct nrma_cm *cm);
+
+/*
+ * The connection to fi_addr (whose name is peer), if it is up.  Otherwise
+ * starts or waits for it and returns -FI_EAGAIN, or says why it cannot.
+ */
+int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
+		  const struct sockaddr_in *peer, struct nrma_conn **conn);
+/* Records the fi_addr_t of a peer that connected to us, if still free. */
+void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
+			  fi_addr_t fi_addr);
+struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num);
+/* Marks conn failed (once) and reports it. */
+void nrma_conn_fail(struct nrma_conn *conn, int error);
+/* The peer sent on an accepted connection: it is up. */
+void nrma_conn_heard(struct nrma_conn *conn);
+
+#endif /* NRMA_CM_H */

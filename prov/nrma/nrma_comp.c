@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Writing completions.  Entries go into the CQ's ring, errors onto its
+ * error list, and each wakes the CQ's or counter's waiters.  Progress
+ * reaps no more device completions than nrma_comp_room allows, so a full
+ * ring only grows as a backstop.
+ */
+#include <stdlib.h>
+
+#include "nrma_comp.h"
+
+static void comp_cq_write(struct nrma_cq *cq, const struct nrma_comp *comp)
+{
+	struct nrma_cq_entry *slot;
+
+	pthread_mutex_lock(&cq->lock);
+	slot = nrma_ring_push(&cq->comps);
+	if (!slot && !nrma_ring_grow(&cq->comps))
+		slot = nrma_ring_push(&cq->comps);
+	if (slot)
+		*slot = (struct nrma_cq_entry) {
+			.comp = { .op_context = comp->context,
+				  .flags = comp->flags & ~FI_COMPLETION,
+				  .len = comp->len, .buf = comp->buf,
+				  .data = comp->data, .tag = comp->tag },
+			.src_addr = comp->src,
+		};
+	else
+		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
+	nrma_wait_signal(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+}
+
+static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
+{
+	struct nrma_cq_err *entry = calloc(1, sizeof(*entry));
+
+	if (!entry) {
+		NRMA_WARN(FI_LOG_CQ, "out of memory: error completion lost\n");
+		return;
+	}
+	entry->err = (struct fi_cq_err_entry) {
+		.op_context = comp->context,
+		.flags = comp->flags & ~FI_COMPLETION,
+		.len = comp->len,
+		.buf = comp->buf,
+		.data = comp->data,
+		.tag = comp->tag,
+		.olen = comp->olen,
+		.err = comp->err,
+		.prov_errno = comp->prov_errno,
+	};
+	pthread_mutex_lock(&cq->lock);
+	nrma_dlist_insert_tail(&entry->link, &cq->errors);
+	nrma_wait_signal(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+}
+
+static void comp_cntr_bump(struct nrma_cntr *cntr, bool error)
+{
+	if (!cntr)
+		return;
+	atomic_fetch_add(error ? &cntr->err : &cntr->value, 1);
+	nrma_wait_signal(&cntr->wait);
+}
+
+/* An error always makes an entry; a success only with FI_COMPLETION. */
+static void comp_report(struct nrma_cq *cq, struct nrma_cntr *cntr,
+			const struct nrma_comp *comp)
+{
+	if (cq && comp->err)
+		comp_cq_write_err(cq, comp);
+	else if (cq && (comp->flags & FI_COMPLETION))
+		comp_cq_write(cq, comp);
+	comp_cntr_bump(cntr, comp->err);
+}
+
+static struct nrma_cntr *comp_tx_cntr(const struct nrma_ep *ep, uint64_t flags)
+{
+	if (flags & FI_READ)
+		return ep->read_cntr;
+	return flags & FI_WRITE ? ep->write_cntr : ep->send_cntr;
+}
+
+void nrma_comp_tx(struct nrma_ep *ep, const struct nrma_comp *comp)
+{
+	comp_report(ep->tx_cq, comp_tx_cntr(ep, comp->flags), comp);
+}
+
+void nrma_comp_recv(struct nrma_ep *ep, const struct nrma_comp *comp)
+{
+	comp_report(ep->rx_cq, ep->recv_cntr, comp);
+}
+
+void nrma_comp_rx_event(struct nrma_ep *ep, const struct nrma_comp *comp)
+{
+	struct nrma_comp entry = *comp;
+
+	entry.flags |= FI_COMPLETION;
+	comp_report(ep->rx_cq, NULL, &entry);
+}
+
+static size_t comp_cq_room(struct nrma_cq *cq)
+{
+	size_t room;
+
+	pthread_mutex_lock(&cq->lock);
+	room = cq->comps.capacity - cq->comps.count;
+	pthread_mutex_unlock(&cq->lock);
+	return room;
+}
+
+size_t nrma_comp_room(struct nrma_ep *ep)
+{
+	size_t room = SIZE_MAX, cq_room;
+
+	if (ep->tx_cq && (cq_room = comp_cq_room(ep->tx_cq)) < room)
+		room = cq_room;
+	if (ep->rx_cq && (cq_room = comp_cq_room(ep->rx_cq)) < room)
+		room = cq_room;
+	return room;
+}

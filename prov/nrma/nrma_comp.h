@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Completions (nrma_comp.c): the one way the protocol reports to the
+ * application, as CQ entries and counter bumps.  The CQ and counter
+ * objects only read what is written here.
+ */
+#ifndef NRMA_COMP_H
+#define NRMA_COMP_H
+
+#include "nrma.h"
+
+/* What one completion says; err 0 for success. */
+struct nrma_comp {
+	void *context;
+	uint64_t flags;		/* its flags; FI_COMPLETION: write an entry */
+	size_t len;
+	void *buf;
+	uint64_t data;
+	uint64_t tag;
+	size_t olen;		/* bytes that did not fit */
+	fi_addr_t src;
+	int err;		/* positive libfabric error */
+	int prov_errno;		/* an ibv_wc_status */
+};
+
+/* An operation the endpoint initiated: its entry, and a bump of its
+ * send, read or write counter.  Errors are always reported. */
+void nrma_comp_tx(struct nrma_ep *ep, const struct nrma_comp *comp);
+/* A receive the application posted, with its receive counter. */
+void nrma_comp_recv(struct nrma_ep *ep, const struct nrma_comp *comp);
+/* An entry on the receive CQ that no receive or counter stands for. */
+void nrma_comp_rx_event(struct nrma_ep *ep, const struct nrma_comp *comp);
+/* How many completions the endpoint's CQs have room for. */
+size_t nrma_comp_room(struct nrma_ep *ep);
+
+#endif /* NRMA_COMP_H */

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <string.h>
+
+#include <rdma/fi_tagged.h>
+
+#include "nrma_iov.h"
+#include "nrma_match.h"
+
+int nrma_match_init(struct nrma_match *m, size_t rx_count, size_t unexp_count,
+		    nrma_peer_addr_fn peer_addr, void *arg)
+{
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	nrma_dlist_init(&m->msg.posted);
+	nrma_dlist_init(&m->msg.unexp);
+	nrma_dlist_init(&m->tagged.posted);
+	nrma_dlist_init(&m->tagged.unexp);
+	m->peer_addr = peer_addr;
+	m->arg = arg;
+	ret = nrma_bufpool_init(&m->rx_entries, rx_count,
+				sizeof(struct nrma_rx_entry));
+	if (!ret)
+		ret = nrma_bufpool_init(&m->unexp_entries, unexp_count,
+					sizeof(struct nrma_unexp));
+	if (ret)
+		nrma_match_fini(m);
+	return ret;
+}
+
+void nrma_match_fini(struct nrma_match *m)
+{
+	nrma_bufpool_fini(&m->rx_entries);
+	nrma_bufpool_fini(&m->unexp_entries);
+}
+
+static struct nrma_match_queue *match_queue(struct nrma_match *m, bool tagged)
+{
+	return tagged ? &m->tagged : &m->msg;
+}
+
+static uint32_t match_index(const struct nrma_bufpool *pool, const void *entry)
+{
+	return ((const char *) entry - pool->mem) / pool->buf_size;
+}
+
+struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m)
+{
+	int64_t index = nrma_bufpool_get(&m->rx_entries);
+	struct nrma_rx_entry *rx;
+
+	if (index < 0)
+		return NULL;
+	rx = nrma_bufpool_buf(&m->rx_entries, index);
+	memset(rx, 0, sizeof(*rx));
+	nrma_dlist_init(&rx->link);
+	return rx;
+}
+
+void nrma_rx_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx)
+{
+	if (rx->released && !rx->reads)
+		nrma_bufpool_put(&m->rx_entries, match_index(&m->rx_entries, rx));
+}
+
+void nrma_match_post(struct nrma_match *m, struct nrma_rx_entry *rx)
+{
+	nrma_dlist_insert_tail(&rx->link,
+			       &match_queue(m, rx->flags & FI_TAGGED)->posted);
+}
+
+/* Whether a message with this tag from peer may fill rx. */
+static bool match_rx(struct nrma_match *m, const struct nrma_rx_entry *rx,
+		     uint64_t tag, void *peer)
+{
+	if ((rx->flags & FI_TAGGED) && ((rx->tag ^ tag) & ~rx->ignore))
+		return false;
+	return rx->src == FI_ADDR_UNSPEC ||
+	       (peer && m->peer_addr(m->arg, peer) == rx->src);
+}
+
+struct nrma_rx_entry *nrma_match_posted(struct nrma_match *m, bool tagged,
+					uint64_t tag, void *peer)
+{
+	struct nrma_dlist *item;
+
+	nrma_dlist_foreach(&match_queue(m, tagged)->posted, item) {
+		struct nrma_rx_entry *rx =
+			nrma_container_of(item, struct nrma_rx_entry, link);
+
+		if (match_rx(m, rx, tag, peer))
+			return rx;
+	}
+	return NULL;
+}
+
+size_t nrma_rx_space(const struct nrma_rx_entry *rx)
+{
+	return nrma_iov_len(rx->iov, rx->count) - rx->offset;
+}
+
+static void match_release(struct nrma_rx_entry *rx)
+{
+	nrma_dlist_remove(&rx->link);
+	rx->released = true;
+}
+
+void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left)
+{
+	void *buf = (char *) rx->iov[0].iov_base + rx->offset;
+	size_t space = nrma_rx_space(rx);
+
+	if (!(rx->flags & FI_MULTI_RECV)) {
+		match_release(rx);
+		return rx->iov[0].iov_base;
+	}
+	rx->offset += len < space ? len : space;
+	if (nrma_rx_space(rx) < min_left)
+		match_release(rx);
+	return buf;
+}
+
+static struct nrma_rx_entry *match_cancel_in(struct nrma_dlist *posted,
+					     void *context)
+{
+	struct nrma_dlist *item;
+
+	nrma_dlist_foreach(posted, item) {
+		struct nrma_rx_entry *rx =
+			nrma_container_of(item, struct nrma_rx_entry, link);
+
+		if (rx->context == context) {
+			match_release(rx);
+			return rx;
+		}
+	}
+	return NULL;
+}
+
+struct nrma_rx_entry *nrma_match_cancel(struct nrma_match *m, void *context)
+{
+	struct nrma_rx_entry *rx = match_cancel_in(&m->msg.posted, context);
+
+	return rx ? rx : match_cancel_in(&m->tagged.posted, context);
+}
+
+struct nrma_unexp *nrma_match_hold(struct nrma_match *m, bool tagged,
+				   uint64_t tag, uint32_t buf, uint32_t len,
+				   void *peer)
+{
+	int64_t index = nrma_bufpool_get(&m->unexp_entries);
+	struct nrma_unexp *unexp;
+
+	if (index < 0)
+		return NULL;
+	unexp = nrma_bufpool_buf(&m->unexp_entries, index);
+	*unexp = (struct nrma_unexp) {
+		.buf = buf, .len = len, .tag = tag, .peer = peer,
+	};
+	nrma_dlist_insert_tail(&unexp->link, &match_queue(m, tagged)->unexp);
+	return unexp;
+}
+
+struct nrma_unexp *nrma_match_unexp(struct nrma_match *m,
+				    const struct nrma_rx_entry *rx)
+{
+	struct nrma_dlist *item;
+
+	nrma_dlist_foreach(&match_queue(m, rx->flags & FI_TAGGED)->unexp, item) {
+		struct nrma_unexp *unexp =
+			nrma_container_of(item, struct nrma_unexp, link);
+
+		if (match_rx(m, rx, unexp->tag, unexp->peer))
+			return unexp;
+	}
+	return NULL;
+}
+
+void nrma_unexp_free(struct nrma_match *m, struct nrma_unexp *unexp)
+{
+	nrma_dlist_remove(&unexp->link);
+	unexp->claimed = false;		/* a stale context finds nothing */
+	nrma_bufpool_put(&m->unexp_entries,
+			 match_index(&m->unexp_entries, unexp));
+}
+
+void nrma_match_claim(struct nrma_unexp *unexp, void *context)
+{
+	nrma_dlist_remove(&unexp->link);
+	unexp->claimed = true;
+	((struct fi_context *) context)->internal[0] = unexp;
+}
+
+/* The context is the application's: check that it names a claim. */
+struct nrma_unexp *nrma_match_claimed(struct nrma_match *m, void *context)
+{
+	uintptr_t unexp = (uintptr_t) ((struct fi_context *) context)->internal[0];
+	uintptr_t base = (uintptr_t) m->unexp_entries.mem;
+	size_t size = m->unexp_entries.buf_size;
+
+	if (unexp < base || (unexp - base) % size ||
+	    (unexp - base) / size >= m->unexp_entries.count ||
+	    !((struct nrma_unexp *) unexp)->claimed)
+		return NULL;
+	return (struct nrma_unexp *) unexp;
+}
+
+void nrma_match_unclaim(void *context)
+{
+	((struct fi_context *) context)->internal[0] = NULL;
+}

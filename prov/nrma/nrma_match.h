@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Matching (nrma_match.c): receives waiting for messages and messages
+ * waiting for receives, in arrival order (FI_ORDER_SAS), with tagged and
+ * untagged ones in queues of their own; the receives of FI_MULTI_RECV
+ * buffers, FI_PEEK and FI_CLAIM.  Pure bookkeeping: a message is known by
+ * its receive buffer's index, its tag and an opaque peer, whose fi_addr_t
+ * a callback tells when a directed receive asks.
+ */
+#ifndef NRMA_MATCH_H
+#define NRMA_MATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+
+#include "nrma_bufpool.h"
+#include "nrma_list.h"
+#include "nrma_proto.h"
+
+/* A posted receive; FI_MULTI_RECV ones take many messages. */
+struct nrma_rx_entry {
+	struct nrma_dlist link;		/* on its posted queue, until released */
+	struct iovec iov[NRMA_IOV_LIMIT];
+	void *desc[NRMA_IOV_LIMIT];
+	size_t count;
+	void *context;
+	uint64_t flags;			/* FI_TAGGED, FI_MULTI_RECV, FI_COMPLETION */
+	uint64_t tag;
+	uint64_t ignore;
+	fi_addr_t src;			/* FI_DIRECTED_RECV, else FI_ADDR_UNSPEC */
+	size_t offset;			/* FI_MULTI_RECV: bytes used */
+	size_t reads;			/* rendezvous reads landing in it */
+	bool released;			/* off the posted queue */
+};
+
+/* A message that arrived before its receive, held in its buffer. */
+struct nrma_unexp {
+	struct nrma_dlist link;
+	uint32_t buf;			/* the receive buffer holding it */
+	uint32_t len;			/* bytes received */
+	uint64_t tag;
+	void *peer;
+	bool claimed;			/* FI_CLAIM: off the queue, awaited */
+};
+
+struct nrma_match_queue {
+	struct nrma_dlist posted;	/* struct nrma_rx_entry */
+	struct nrma_dlist unexp;	/* struct nrma_unexp */
+};
+
+/* The fi_addr_t of a message's peer, for directed receives. */
+typedef fi_addr_t (*nrma_peer_addr_fn)(void *arg, void *peer);
+
+struct nrma_match {
+	struct nrma_match_queue msg;
+	struct nrma_match_queue tagged;
+	struct nrma_bufpool rx_entries;		/* struct nrma_rx_entry */
+	struct nrma_bufpool unexp_entries;	/* struct nrma_unexp */
+	nrma_peer_addr_fn peer_addr;
+	void *arg;
+};
+
+int nrma_match_init(struct nrma_match *m, size_t rx_count, size_t unexp_count,
+		    nrma_peer_addr_fn peer_addr, void *arg);
+void nrma_match_fini(struct nrma_match *m);
+
+/* A zeroed receive, or NULL when rx_count are in use. */
+struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m);
+/* Frees rx once it is off its queue and no read lands in it any more. */
+void nrma_rx_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx);
+void nrma_match_post(struct nrma_match *m, struct nrma_rx_entry *rx);
+/* The first posted receive a message with this tag from peer matches. */
+struct nrma_rx_entry *nrma_match_posted(struct nrma_match *m, bool tagged,
+					uint64_t tag, void *peer);
+/* Space left in rx for the next message. */
+size_t nrma_rx_space(const struct nrma_rx_entry *rx);
+/*
+ * Takes len bytes of rx (all of it, unless FI_MULTI_RECV) for one message
+ * and returns where they start.  A receive with less than min_left to
+ * offer is released from its queue.
+ */
+void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left);
+/* Takes the posted receive with this context off its queue, or NULL. */
+struct nrma_rx_entry *nrma_match_cancel(struct nrma_match *m, void *context);
+
+/* Holds a message; NULL when unexp_count are held. */
+struct nrma_unexp *nrma_match_hold(struct nrma_match *m, bool tagged,
+				   uint64_t tag, uint32_t buf, uint32_t len,
+				   void *peer);
+/* The first held message a receive like rx would take. */
+struct nrma_unexp *nrma_match_unexp(struct nrma_match *m,
+				    const struct nrma_rx_entry *rx);
+/* Forgets a held message (queued or claimed); its buffer is the caller's. */
+void nrma_unexp_free(struct nrma_match *m, struct nrma_unexp *unexp);
+/* FI_CLAIM: off the queue, kept for the receive that passes context. */
+void nrma_match_claim(struct nrma_unexp *unexp, void *context);
+/* What a claim kept in this context, or NULL if it kept nothing. */
+struct nrma_unexp *nrma_match_claimed(struct nrma_match *m, void *context);
+/* The context no longer names a claim. */
+void nrma_match_unclaim(void *context);
+
+#endif /* NRMA_MATCH_H */

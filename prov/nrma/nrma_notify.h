@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Notification cells (nrma_notify.c): pairs of 64-bit words in a domain's
+ * notification region that peers bump with remote atomics, one for
+ * writes and one for reads (nrma_proto.h has their remote addresses), and
+ * the MR keys that name them.
+ */
+#ifndef NRMA_NOTIFY_H
+#define NRMA_NOTIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nrma_notify;
+struct nrma_notify_cell;
+struct nrma_verbs_domain;
+
+enum nrma_notify_word {
+	NRMA_NOTIFY_WRITES,
+	NRMA_NOTIFY_READS,
+};
+
+int nrma_notify_open(struct nrma_verbs_domain *vdom, size_t cells,
+		     struct nrma_notify **notify);
+void nrma_notify_close(struct nrma_notify *notify);
+/* A registered cell with both words 0; -FI_ENOSPC when none is left. */
+int nrma_notify_cell_open(struct nrma_notify *notify,
+			  struct nrma_notify_cell **cell);
+/* Deregisters the cell: once it returns no atomic lands in its words. */
+void nrma_notify_cell_disarm(struct nrma_notify_cell *cell);
+/* Gives a disarmed cell back to the region. */
+void nrma_notify_cell_close(struct nrma_notify_cell *cell);
+volatile uint64_t *nrma_notify_cell_word(struct nrma_notify_cell *cell,
+					 enum nrma_notify_word word);
+uint32_t nrma_notify_cell_rkey(const struct nrma_notify_cell *cell);
+
+/*
+ * An MR key is the data's verbs rkey in bits 0-31 and the rkey of the
+ * registration's cell in bits 32-63 (0: no cell).
+ */
+static inline uint64_t nrma_mr_key(uint32_t rkey, uint32_t cell_rkey)
+{
+	return (uint64_t) rkey | (uint64_t) cell_rkey << 32;
+}
+
+static inline uint32_t nrma_mr_key_rkey(uint64_t key)
+{
+	return (uint32_t) key;
+}
+
+static inline uint32_t nrma_mr_key_cell(uint64_t key)
+{
+	return (uint32_t) (key >> 32);
+}
+
+#endif /* NRMA_NOTIFY_H */

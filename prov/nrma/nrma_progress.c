@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Progress.  nrma's data and control progress are manual: reading a CQ or
+ * counter progresses the endpoints bound to it (their endpoint set), and
+ * an endpoint's progress reaps its device completions, hands each to the
+ * side of the protocol it belongs to, retries what a full queue held
+ * back, and reaps connection events.  Connection management reports back
+ * through the callbacks at the end of this file.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "nrma_comp.h"
+#include "nrma_xfer.h"
+
+#define NRMA_POLL_BATCH		16
+
+/* Endpoint sets of CQs and counters */
+
+void nrma_ep_set_init(struct nrma_ep_set *set)
+{
+	pthread_mutex_init(&set->lock, NULL);
+	set->eps = NULL;
+	set->count = 0;
+}
+
+void nrma_ep_set_fini(struct nrma_ep_set *set)
+{
+	free(set->eps);
+	pthread_mutex_destroy(&set->lock);
+}
+
+/* The fds whose readiness means the endpoint has progress to make. */
+static int progress_watch(struct nrma_ep *ep, struct nrma_wait *wait)
+{
+	int ret = nrma_wait_add_fd(wait, nrma_verbs_ep_fd(ep->verbs));
+
+	if (!ret)
+		ret = nrma_wait_add_fd(wait, nrma_cm_fd(ep->cm));
+	return ret;
+}
+
+static void progress_unwatch(struct nrma_ep *ep, struct nrma_wait *wait)
+{
+	nrma_wait_del_fd(wait, nrma_verbs_ep_fd(ep->verbs));
+	nrma_wait_del_fd(wait, nrma_cm_fd(ep->cm));
+}
+
+int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
+		    struct nrma_wait *wait)
+{
+	struct nrma_ep **eps;
+	int ret = 0;
+
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count; i++)
+		if (set->eps[i] == ep)
+			goto out;	/* bound for both directions */
+	eps = realloc(set->eps, (set->count + 1) * sizeof(*eps));
+	if (!eps) {
+		ret = -FI_ENOMEM;
+		goto out;
+	}
+	set->eps = eps;
+	ret = progress_watch(ep, wait);
+	if (!ret)
+		set->eps[set->count++] = ep;
+out:
+	pthread_mutex_unlock(&set->lock);
+	return ret;
+}
+
+void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
+		     struct nrma_wait *wait)
+{
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count; i++) {
+		if (set->eps[i] != ep)
+			continue;
+		progress_unwatch(ep, wait);
+		set->eps[i] = set->eps[--set->count];
+		break;
+	}
+	pthread_mutex_unlock(&set->lock);
+}
+
+void nrma_ep_set_progress(struct nrma_ep_set *set)
+{
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count; i++)
+		nrma_ep_progress(set->eps[i]);
+	pthread_mutex_unlock(&set->lock);
+}
+
+int nrma_ep_set_arm(struct nrma_ep_set *set)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count && !ret; i++)
+		ret = nrma_ep_arm(set->eps[i]);
+	pthread_mutex_unlock(&set->lock);
+	return ret;
+}
+
+/* Work completions */
+
+static void progress_send_wc(struct nrma_ep *ep, struct nrma_op *op)
+{
+	if (op->error)
+		op->ack_pending = false;
+	/* the payload is in the peer's memory: the bounce buffer is free */
+	if (op->buf >= 0) {
+		nrma_bufpool_put(&ep->xfer->tx_bufs, op->buf);
+		op->buf = -1;
+	}
+	nrma_send_finish(ep, op);
+}
+
+static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
+{
+	struct nrma_op *op = nrma_op_at(ep->xfer, (uint32_t) wc->wr_id);
+
+	op->conn->sq_free++;
+	if (wc->status && !op->error) {
+		op->error = nrma_verbs_status_errno(wc->status);
+		op->prov_errno = wc->status;
+		nrma_conn_fail(op->conn, -op->error);
+	}
+	op->wc_pending--;
+	switch (op->kind) {
+	case NRMA_OP_SEND:
+		progress_send_wc(ep, op);
+		break;
+	case NRMA_OP_ACK:
+		ep->xfer->acks--;
+		nrma_op_free(ep->xfer, op);
+		break;
+	case NRMA_OP_READ:
+		op->rx->reads--;
+		if (!op->wc_pending && !op->queued)
+			nrma_read_finish(ep, op);
+		break;
+	case NRMA_OP_RMA:
+		nrma_rma_finish(ep, op);
+		break;
+	}
+}
+
+static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
+{
+	uint32_t buf = (uint32_t) wc->wr_id;
+	struct nrma_conn *conn;
+
+	ep->xfer->srq_posted--;
+	if (wc->status) {
+		nrma_rx_buf_release(ep, buf);
+		return;
+	}
+	conn = nrma_conn_by_qp(ep->cm, wc->qp_num);
+	if (conn)
+		nrma_conn_heard(conn);
+	if (wc->op == NRMA_WC_RECV_IMM) {
+		nrma_rx_buf_release(ep, buf);
+		nrma_rma_write_data(ep, wc, conn);
+		return;
+	}
+	nrma_recv_message(ep, buf, wc->len, conn);
+}
+
+/* Stop reaping the device while the application's CQs are full. */
+static int progress_budget(struct nrma_ep *ep)
+{
+	size_t room = nrma_comp_room(ep);
+
+	return room < NRMA_POLL_BATCH ? (int) room : NRMA_POLL_BATCH;
+}
+
+int nrma_progress_poll(struct nrma_ep *ep)
+{
+	struct nrma_wc wc[NRMA_POLL_BATCH];
+	int n;
+
+	nrma_verbs_ep_ack_events(ep->verbs);
+	n = nrma_verbs_poll(ep->verbs, wc, progress_budget(ep));
+	for (int i = 0; i < n; i++) {
+		if (wc[i].wr_id & NRMA_WR_RECV)
+			progress_recv_wc(ep, &wc[i]);
+		else
+			progress_op_wc(ep, &wc[i]);
+	}
+	nrma_reads_retry(ep);
+	nrma_acks_retry(ep);
+	return n > 0 ? n : 0;
+}
+
+/* Endpoints */
+
+/* Device completions, then connection events. */
+void nrma_ep_progress(struct nrma_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	if (ep->enabled) {
+		nrma_progress_poll(ep);
+		nrma_cm_progress(ep->cm);
+	}
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/*
+ * Asks for a channel event on the next completion, then looks once more:
+ * one that arrived before arming raises no event.
+ */
+int nrma_ep_arm(struct nrma_ep *ep)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ep->enabled) {
+		ret = nrma_verbs_ep_arm(ep->verbs);
+		if (!ret && nrma_progress_poll(ep))
+			ret = -FI_EAGAIN;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+/* ACKs tell peers that their sends completed: let them leave. */
+#define NRMA_LINGER_MS	1000
+
+void nrma_ep_linger(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while ((x->acks || !nrma_dlist_empty(&x->pending_acks)) &&
+	       nrma_timeout_left(&start, NRMA_LINGER_MS))
+		nrma_progress_poll(ep);
+}
+
+/* What connection management reports */
+
+static void progress_conn_failed(void *arg, struct nrma_conn *conn)
+{
+	nrma_send_conn_failed(arg, conn);
+}
+
+static void progress_drain(void *arg)
+{
+	while (nrma_progress_poll(arg) > 0)
+		;
+}
+
+const struct nrma_cm_ops nrma_progress_cm_ops = {
+	.conn_failed = progress_conn_failed,
+	.drain = progress_drain,
+};

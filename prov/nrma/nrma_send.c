@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The sending side of fi_msg and fi_tagged (see nrma_xfer.h): eager
+ * copies, rendezvous requests, and the ACKs that complete them.
+ */
+#include <string.h>
+
+#include "nrma_iov.h"
+#include "nrma_xfer.h"
+
+static size_t send_fill_eager(struct nrma_op *op, struct nrma_hdr *hdr,
+			      const struct nrma_send_args *a)
+{
+	hdr->op = NRMA_HDR_EAGER;
+	if (a->flags & FI_DELIVERY_COMPLETE) {
+		hdr->flags |= NRMA_HDR_ACK_REQ;
+		op->ack_pending = true;
+	}
+	nrma_iov_gather(hdr + 1, a->iov, a->count, 0, hdr->len);
+	return sizeof(*hdr) + hdr->len;
+}
+
+/* Registers what the peer will read, unless a descriptor allows it. */
+static int send_fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
+			  struct nrma_hdr *hdr, const struct nrma_send_args *a)
+{
+	struct nrma_rndv_seg *seg = (void *) (hdr + 1);
+	int ret;
+
+	hdr->op = NRMA_HDR_RNDV;
+	for (size_t i = 0; i < a->count; i++) {
+		struct nrma_verbs_mr *vmr;
+		uint64_t key;
+
+		if (!a->iov[i].iov_len)
+			continue;	/* nothing to read, nothing to register */
+		ret = nrma_op_buf_mr(ep, op, a->desc ? a->desc[i] : NULL,
+				     &a->iov[i], FI_REMOTE_READ, &vmr, &key);
+		if (ret)
+			return ret;
+		seg[hdr->seg_count++] = (struct nrma_rndv_seg) {
+			.addr = (uintptr_t) a->iov[i].iov_base,
+			.len = a->iov[i].iov_len,
+			.rkey = (uint32_t) key,
+		};
+	}
+	op->ack_pending = true;
+	return sizeof(*hdr) + hdr->seg_count * sizeof(*seg);
+}
+
+static void send_fill_hdr(struct nrma_xfer *x, struct nrma_op *op,
+			  struct nrma_hdr *hdr, const struct nrma_send_args *a,
+			  size_t msg_len)
+{
+	*hdr = (struct nrma_hdr) { .len = msg_len, .token = nrma_op_token(x, op),
+				   .tag = a->tag };
+	if (a->flags & FI_TAGGED)
+		hdr->flags |= NRMA_HDR_TAGGED;
+	if (a->flags & FI_REMOTE_CQ_DATA) {
+		hdr->flags |= NRMA_HDR_CQ_DATA;
+		hdr->cq_data = (uint32_t) a->data;
+	}
+}
+
+static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
+			 const void *args, size_t msg_len)
+{
+	const struct nrma_send_args *a = args;
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_hdr *hdr;
+	struct nrma_sge sge;
+	struct nrma_wr wr;
+	struct nrma_op *op;
+	int len;
+
+	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, true);
+	if (!op)
+		return -FI_EAGAIN;
+	op->context = a->context;
+	op->len = msg_len;
+	op->flags = FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
+		    nrma_tx_comp_flags(ep, a->flags);
+	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
+	send_fill_hdr(x, op, hdr, a, msg_len);
+	len = msg_len <= x->eager_size ? (int) send_fill_eager(op, hdr, a) :
+					 send_fill_rndv(ep, op, hdr, a);
+	if (len < 0) {
+		nrma_op_free(x, op);
+		return len;
+	}
+	sge = nrma_tx_buf_sge(x, op, len);
+	wr = (struct nrma_wr) { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
+	len = nrma_op_post(x, op, &wr, 1);
+	if (len) {
+		nrma_op_free(x, op);
+		return len;
+	}
+	x->sends++;
+	return 0;
+}
+
+ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
+{
+	ssize_t len = nrma_tx_len(ep, a->iov, a->count, a->flags);
+
+	return len < 0 ? len : nrma_tx_submit(ep, a->dest, send_post, a, len);
+}
+
+void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op)
+{
+	if (op->wc_pending || op->ack_pending)
+		return;
+	nrma_op_report(ep, op);
+	ep->xfer->sends--;
+	nrma_op_free(ep->xfer, op);
+}
+
+/* A peer's ACK, for the send it names if that still waits for one. */
+void nrma_send_acked(struct nrma_ep *ep, uint64_t token)
+{
+	int64_t index = nrma_token_find(&ep->xfer->ops, token);
+	struct nrma_op *op = index < 0 ? NULL : nrma_op_at(ep->xfer, index);
+
+	NRMA_DBG(FI_LOG_EP_DATA, "ACK for %s operation\n",
+		 op && op->ack_pending ? "a waiting" : "no");
+	if (!op || !op->ack_pending)
+		return;
+	op->ack_pending = false;
+	nrma_send_finish(ep, op);
+}
+
+/* Sends waiting for ACKs over a connection that failed will never get them. */
+void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
+		struct nrma_op *op = nrma_op_at(x, i);
+
+		if (!nrma_token_in_use(&x->ops, i) || op->conn != conn ||
+		    op->kind != NRMA_OP_SEND || !op->ack_pending)
+			continue;
+		op->ack_pending = false;
+		op->error = FI_ECONNRESET;
+		nrma_send_finish(ep, op);
+	}
+}

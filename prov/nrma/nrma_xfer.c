@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The data path's state (see nrma_xfer.h): its buffer pools and
+ * registrations, operations, and the posting of an application's
+ * transmits once the connection to their peer is up.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrma_comp.h"
+#include "nrma_iov.h"
+#include "nrma_xfer.h"
+
+/* Operations */
+
+struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index)
+{
+	return nrma_token_slot(&x->ops, index);
+}
+
+uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op)
+{
+	return nrma_token_of(&x->ops, nrma_token_index(&x->ops, op));
+}
+
+struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
+			      struct nrma_conn *conn)
+{
+	int64_t index = nrma_token_get(&x->ops);
+	struct nrma_op *op;
+
+	if (index < 0)
+		return NULL;
+	op = nrma_op_at(x, index);
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->conn = conn;
+	op->buf = -1;
+	return op;
+}
+
+void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)
+{
+	for (size_t i = 0; i < op->mr_count; i++)
+		nrma_verbs_mr_dereg(op->mr[i]);
+	if (op->buf >= 0)
+		nrma_bufpool_put(&x->tx_bufs, op->buf);
+	nrma_token_put(&x->ops, nrma_token_index(&x->ops, op));
+}
+
+/* An operation with a bounce buffer, or NULL when either has run out. */
+struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
+				  struct nrma_conn *conn)
+{
+	struct nrma_op *op = nrma_op_alloc(x, kind, conn);
+
+	if (op && (op->buf = nrma_bufpool_get(&x->tx_bufs)) < 0) {
+		nrma_op_free(x, op);
+		return NULL;
+	}
+	return op;
+}
+
+/* An application's transmit, while tx_attr->size allows one more. */
+struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
+				 struct nrma_conn *conn, bool bounce)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	if (x->sends == x->sends_max)
+		return NULL;
+	return bounce ? nrma_op_alloc_buf(x, kind, conn) :
+			nrma_op_alloc(x, kind, conn);
+}
+
+struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
+				const struct nrma_op *op, size_t len)
+{
+	return (struct nrma_sge) {
+		.addr = (uintptr_t) nrma_bufpool_buf(&x->tx_bufs, op->buf),
+		.len = len,
+		.lkey = nrma_verbs_mr_lkey(x->tx_mr),
+	};
+}
+
+/* Where atomics whose old value nobody wants fetch it to. */
+struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)
+{
+	return (struct nrma_sge) {
+		.addr = (uintptr_t) x->scratch, .len = sizeof(*x->scratch),
+		.lkey = nrma_verbs_mr_lkey(x->scratch_mr),
+	};
+}
+
+/* Posts an operation's work requests if its queue pair has room for all. */
+int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
+		 size_t count)
+{
+	int ret;
+
+	if (op->conn->state != NRMA_CONN_CONNECTED)
+		return -FI_ECONNRESET;
+	if (op->conn->sq_free < count)
+		return -FI_EAGAIN;
+	for (size_t i = 0; i < count; i++)
+		wr[i].wr_id = nrma_token_index(&x->ops, op);
+	ret = nrma_verbs_post(op->conn->qp, wr, count);
+	if (ret)
+		return ret;
+	op->conn->sq_free -= count;
+	op->wc_pending += count;
+	return 0;
+}
+
+/*
+ * The registration the device uses for an application buffer: its
+ * descriptor's, if that allows the access (without FI_MR_LOCAL an
+ * application may pass any descriptor), else one the operation makes and
+ * holds until it completes.  The device may always read a write's source.
+ */
+int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op,
+		   struct nrma_mr *desc, const struct iovec *iov,
+		   uint64_t access, struct nrma_verbs_mr **vmr, uint64_t *key)
+{
+	uint64_t needed = access == FI_WRITE ? 0 : access;
+	int ret;
+
+	if (desc && (desc->access & needed) == needed) {
+		*vmr = desc->verbs;
+		*key = desc->mr_fid.key;
+		return 0;
+	}
+	ret = nrma_verbs_mr_reg(ep->domain->verbs, iov->iov_base, iov->iov_len,
+				access, &op->mr[op->mr_count], key);
+	if (ret)
+		return ret;
+	*vmr = op->mr[op->mr_count++];
+	return 0;
+}
+
+void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op)
+{
+	struct nrma_comp comp = {
+		.context = op->context,
+		.flags = op->flags,
+		.src = FI_ADDR_NOTAVAIL,
+		.err = op->error,
+		.prov_errno = op->prov_errno,
+	};
+
+	nrma_comp_tx(ep, &comp);
+}
+
+uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags)
+{
+	if (flags & FI_INJECT)
+		return 0;
+	return !(ep->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
+	       (flags & FI_COMPLETION) ? FI_COMPLETION : 0;
+}
+
+/* Peers that connected to us are looked up late, once per connection. */
+fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	fi_addr_t fi_addr;
+
+	if (conn->fi_addr != FI_ADDR_NOTAVAIL)
+		return conn->fi_addr;
+	fi_addr = nrma_addr_table_find(&ep->av->table, &conn->peer);
+	if (fi_addr != FI_ADDR_NOTAVAIL)
+		nrma_conn_learn_addr(ep->cm, conn, fi_addr);
+	return fi_addr;
+}
+
+fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	if (!(ep->info->caps & FI_SOURCE) || !conn)
+		return FI_ADDR_NOTAVAIL;
+	return nrma_peer_fi_addr(ep, conn);
+}
+
+/* Transmits */
+
+/* The connection to dest, once it is up.  Called with ep->lock held. */
+static int xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
+			   struct nrma_conn **conn)
+{
+	struct sockaddr_in peer;
+	int ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (nrma_addr_table_get(&ep->av->table, dest, &peer))
+		return -FI_EINVAL;
+	ret = nrma_conn_get(ep->cm, dest, &peer, conn);
+	if (ret == -FI_EAGAIN) {
+		nrma_cm_progress(ep->cm);
+		ret = nrma_conn_get(ep->cm, dest, &peer, conn);
+	}
+	return ret;
+}
+
+/* The length of what an operation transmits, or -FI_EINVAL at once. */
+ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
+		    size_t count, uint64_t flags)
+{
+	const struct fi_info *info = ep->info;
+	size_t len;
+
+	if (count > info->tx_attr->iov_limit || (count && !iov))
+		return -FI_EINVAL;
+	len = nrma_iov_len(iov, count);
+	if (len > info->ep_attr->max_msg_size ||
+	    ((flags & FI_INJECT) && len > info->tx_attr->inject_size))
+		return -FI_EINVAL;
+	return len;
+}
+
+/*
+ * Posts an application's transmit with post() once the connection to
+ * dest is up.  A full queue progresses the endpoint and says -FI_EAGAIN.
+ */
+ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
+		       nrma_tx_post_fn post, const void *args, size_t len)
+{
+	struct nrma_conn *conn;
+	ssize_t ret;
+
+	pthread_mutex_lock(&ep->lock);
+	ret = xfer_connection(ep, dest, &conn);
+	if (!ret) {
+		ret = post(ep, conn, args, len);
+		if (ret == -FI_EAGAIN)
+			nrma_progress_poll(ep);
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+/* Set-up */
+
+static int xfer_register_pool(struct nrma_ep *ep, struct nrma_bufpool *pool,
+			      size_t count, size_t size, uint64_t access,
+			      struct nrma_verbs_mr **mr)
+{
+	uint64_t key;
+	int ret;
+
+	ret = nrma_bufpool_init(pool, count, size);
+	if (ret)
+		return ret;
+	ret = nrma_verbs_mr_reg(ep->domain->verbs, pool->mem,
+				nrma_bufpool_bytes(pool), access, mr, &key);
+	if (ret)
+		nrma_bufpool_fini(pool);
+	return ret;
+}
+
+static int xfer_scratch_init(struct nrma_ep *ep, struct nrma_xfer *x)
+{
+	uint64_t key;
+
+	x->scratch = calloc(1, sizeof(*x->scratch));
+	if (!x->scratch)
+		return -FI_ENOMEM;
+	return nrma_verbs_mr_reg(ep->domain->verbs, x->scratch,
+				 sizeof(*x->scratch), FI_RECV, &x->scratch_mr,
+				 &key);
+}
+
+/* The match queues ask it who a connection's peer is. */
+static fi_addr_t xfer_match_peer_addr(void *arg, void *peer)
+{
+	return nrma_peer_fi_addr(arg, peer);
+}
+
+static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
+{
+	size_t tx = ep->info->tx_attr->size, rx = ep->info->rx_attr->size;
+	size_t rx_bufs = rx + nrma_params.unexp_max;
+	size_t rndv_size = sizeof(struct nrma_rndv_seg) * NRMA_IOV_LIMIT;
+	int ret;
+
+	x->eager_size = nrma_params.eager_size;
+	/* A buffer holds an eager payload or a rendezvous request. */
+	x->buf_size = sizeof(struct nrma_hdr) +
+		      (x->eager_size > rndv_size ? x->eager_size : rndv_size);
+	x->sends_max = tx;
+	x->srq_target = rx;
+	/* Small RMA reads land in bounce buffers too: FI_RECV for local write. */
+	ret = xfer_register_pool(ep, &x->tx_bufs, tx + rx, x->buf_size,
+				 FI_SEND | FI_RECV, &x->tx_mr);
+	if (ret)
+		return ret;
+	ret = xfer_register_pool(ep, &x->rx_bufs, rx_bufs, x->buf_size, FI_RECV,
+				 &x->rx_mr);
+	if (!ret)
+		ret = nrma_token_table_init(&x->ops, tx + 2 * rx,
+					    sizeof(struct nrma_op));
+	/* Every receive buffer can hold an unexpected message. */
+	if (!ret)
+		ret = nrma_match_init(&x->match, rx, rx_bufs,
+				      xfer_match_peer_addr, ep);
+	if (!ret)
+		ret = xfer_scratch_init(ep, x);
+	return ret;
+}
+
+size_t nrma_xfer_cq_size(const struct fi_info *info)
+{
+	size_t tx = info->tx_attr->size, rx = info->rx_attr->size;
+
+	return tx + 2 * rx + rx + nrma_params.unexp_max;
+}
+
+int nrma_xfer_open(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = calloc(1, sizeof(*x));
+	int ret;
+
+	if (!x)
+		return -FI_ENOMEM;
+	nrma_dlist_init(&x->pending_acks);
+	nrma_dlist_init(&x->pending_reads);
+	ep->xfer = x;
+	ret = xfer_pools_init(ep, x);
+	if (ret) {
+		nrma_xfer_close(ep);
+		return ret;
+	}
+	nrma_srq_refill(ep);
+	return 0;
+}
+
+static void xfer_mr_dereg(struct nrma_verbs_mr *mr)
+{
+	if (mr)
+		nrma_verbs_mr_dereg(mr);
+}
+
+void nrma_xfer_close(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_dlist *item;
+
+	while ((item = nrma_dlist_pop_front(&x->pending_acks)))
+		free(nrma_container_of(item, struct nrma_pending_ack, link));
+	for (size_t i = 0; x->ops.gen && i < nrma_token_count(&x->ops); i++) {
+		struct nrma_op *op = nrma_op_at(x, i);
+
+		for (size_t j = 0; nrma_token_in_use(&x->ops, i) &&
+				   j < op->mr_count; j++)
+			nrma_verbs_mr_dereg(op->mr[j]);
+	}
+	xfer_mr_dereg(x->tx_mr);
+	xfer_mr_dereg(x->rx_mr);
+	xfer_mr_dereg(x->scratch_mr);
+	free(x->scratch);
+	nrma_bufpool_fini(&x->tx_bufs);
+	nrma_bufpool_fini(&x->rx_bufs);
+	nrma_token_table_fini(&x->ops);
+	nrma_match_fini(&x->match);
+	free(x);
+	ep->xfer = NULL;
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The data path of an endpoint, and what its files share: operations and
+ * posting (nrma_xfer.c), sending (nrma_send.c), receiving (nrma_recv.c),
+ * RMA (nrma_rma.c), atomics (nrma_atomic.c) and the dispatch of work
+ * completions (nrma_progress.c).  All of it runs with ep->lock held.
+ *
+ * Messages up to eager_size are copied into a registered bounce buffer
+ * and sent into one of the endpoint's shared receive buffers.  Larger
+ * ones go by rendezvous: the sender registers its buffer and sends its
+ * address; the receiver reads the data straight into the posted receive
+ * buffer with RDMA read, then tells the sender with an ACK.  An eager
+ * message sent with FI_DELIVERY_COMPLETE also asks for an ACK, which the
+ * receiver sends once the data is in the application's buffer.
+ *
+ * A message with no posted receive waits in its receive buffer on the
+ * unexpected queue.  Buffers are replaced while the pool lasts; then the
+ * shared receive queue runs dry and RC's receiver-not-ready retries
+ * (infinite) slow the senders down.  Nothing is dropped.
+ */
+#ifndef NRMA_XFER_H
+#define NRMA_XFER_H
+
+#include "nrma.h"
+#include "nrma_bufpool.h"
+#include "nrma_cm.h"
+#include "nrma_match.h"
+#include "nrma_proto.h"
+#include "nrma_token.h"
+#include "nrma_verbs.h"
+
+#define NRMA_WR_RECV		(1ULL << 63)	/* wr_id of a receive buffer */
+
+enum nrma_op_kind {
+	NRMA_OP_SEND,		/* an application send */
+	NRMA_OP_ACK,		/* our ACK of a peer's message */
+	NRMA_OP_READ,		/* rendezvous read into a posted receive */
+	NRMA_OP_RMA,		/* an application RMA or atomic operation */
+};
+
+/* Work the endpoint has on the device; its slot index is the wr_id. */
+struct nrma_op {
+	enum nrma_op_kind kind;
+	struct nrma_conn *conn;
+	void *context;
+	uint64_t flags;			/* completion flags, FI_COMPLETION */
+	size_t len;
+	int64_t buf;			/* bounce buffer, or -1 */
+	unsigned int wc_pending;	/* posted work requests not yet done */
+	bool ack_pending;		/* waiting for the peer's ACK */
+	int error;			/* first failure, positive */
+	int prov_errno;			/* its ibv_wc_status */
+	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
+	size_t mr_count;
+	/* NRMA_OP_READ: segments not yet read wait on pending_reads */
+	struct nrma_dlist link;
+	struct nrma_rndv_seg seg[NRMA_IOV_LIMIT];
+	size_t seg_count;
+	size_t seg_done;
+	size_t rx_offset;		/* where the next segment lands */
+	size_t left;			/* bytes still to read */
+	uint32_t lkey[NRMA_IOV_LIMIT];
+	bool queued;
+	struct nrma_rx_entry *rx;
+	uint64_t peer_token;
+	uint32_t cq_data;
+	uint64_t tag;
+	uint64_t rx_flags;
+	void *rx_buf;
+	size_t truncated;
+	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
+	struct iovec iov[NRMA_IOV_LIMIT];
+	size_t iov_count;
+};
+
+struct nrma_pending_ack {
+	struct nrma_dlist link;
+	struct nrma_conn *conn;
+	uint64_t token;
+};
+
+struct nrma_xfer {
+	size_t eager_size;
+	size_t buf_size;
+	struct nrma_bufpool tx_bufs;
+	struct nrma_bufpool rx_bufs;
+	struct nrma_verbs_mr *tx_mr;
+	struct nrma_verbs_mr *rx_mr;
+	struct nrma_token_table ops;	/* struct nrma_op */
+	struct nrma_match match;
+	size_t sends;			/* application transmits in flight */
+	size_t sends_max;
+	size_t srq_posted;
+	size_t srq_target;
+	struct nrma_dlist pending_acks;
+	struct nrma_dlist pending_reads;	/* struct nrma_op */
+	size_t acks;			/* ACKs posted, not yet completed */
+	uint64_t *scratch;		/* where notification atomics fetch to */
+	struct nrma_verbs_mr *scratch_mr;
+};
+
+/* Operations and posting (nrma_xfer.c) */
+struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
+			      struct nrma_conn *conn);
+void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op);
+struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
+				  struct nrma_conn *conn);
+struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index);
+uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
+int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
+		 size_t count);
+int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op,
+		   struct nrma_mr *desc, const struct iovec *iov,
+		   uint64_t access, struct nrma_verbs_mr **vmr, uint64_t *key);
+/* Reports an operation the application initiated. */
+void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op);
+struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
+				const struct nrma_op *op, size_t len);
+struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x);
+uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags);
+struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
+				 struct nrma_conn *conn, bool bounce);
+/* The fi_addr_t of conn's peer, for FI_SOURCE and directed receives. */
+fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn);
+fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn);
+
+/* Posts one application transmit over conn; len is its payload. */
+typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
+				   const void *args, size_t len);
+ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
+		       nrma_tx_post_fn post, const void *args, size_t len);
+ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
+		    size_t count, uint64_t flags);
+
+/* Progress (nrma_progress.c): returns how many completions it handled. */
+int nrma_progress_poll(struct nrma_ep *ep);
+
+/* Sending (nrma_send.c) */
+void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
+void nrma_send_acked(struct nrma_ep *ep, uint64_t token);
+void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
+
+/* Receiving (nrma_recv.c) */
+void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
+		       struct nrma_conn *conn);
+void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf);
+void nrma_srq_refill(struct nrma_ep *ep);
+void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op);
+void nrma_reads_retry(struct nrma_ep *ep);
+void nrma_acks_retry(struct nrma_ep *ep);
+
+/* RMA (nrma_rma.c) */
+size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
+		       bool fence, const struct nrma_sge *scratch,
+		       struct nrma_wr *wr);
+void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
+void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
+			 struct nrma_conn *conn);
+
+#endif /* NRMA_XFER_H */

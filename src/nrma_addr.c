@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "nrma_addr.h"
+
+#define NRMA_ADDR_MIN_CAPACITY 64
+
+bool nrma_addr_valid(const void *addr, size_t len)
+{
+	const struct sockaddr_in *sin = addr;
+
+	return addr && len >= sizeof(*sin) && sin->sin_family == AF_INET &&
+	       sin->sin_addr.s_addr != htonl(INADDR_ANY) && sin->sin_port;
+}
+
+int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len)
+{
+	char ip[INET_ADDRSTRLEN];
+	int n;
+
+	if (!inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)))
+		return -FI_EINVAL;
+	n = snprintf(buf, len, "fi_sockaddr_in://%s:%u", ip,
+		     ntohs(sin->sin_port));
+	return n < 0 ? -FI_EINVAL : n + 1;
+}
+
+int nrma_addr_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	uint32_t ia = ntohl(a->sin_addr.s_addr), ib = ntohl(b->sin_addr.s_addr);
+
+	if (ia != ib)
+		return ia < ib ? -1 : 1;
+	return ntohs(a->sin_port) - ntohs(b->sin_port);
+}
+
+void nrma_addr_table_init(struct nrma_addr_table *table)
+{
+	memset(table, 0, sizeof(*table));
+	pthread_mutex_init(&table->lock, NULL);
+}
+
+void nrma_addr_table_fini(struct nrma_addr_table *table)
+{
+	pthread_mutex_destroy(&table->lock);
+	free(table->addrs);
+	table->addrs = NULL;
+	table->count = table->capacity = 0;
+}
+
+static int addr_table_grow(struct nrma_addr_table *table)
+{
+	size_t capacity = table->capacity ? table->capacity * 2 :
+					    NRMA_ADDR_MIN_CAPACITY;
+	struct sockaddr_in *addrs;
+
+	addrs = realloc(table->addrs, capacity * sizeof(*addrs));
+	if (!addrs)
+		return -FI_ENOMEM;
+	table->addrs = addrs;
+	table->capacity = capacity;
+	return 0;
+}
+
+int64_t nrma_addr_table_append(struct nrma_addr_table *table,
+			       const struct sockaddr_in *sin)
+{
+	int64_t ret = -FI_EINVAL;
+
+	pthread_mutex_lock(&table->lock);
+	if (!nrma_addr_valid(sin, sizeof(*sin)))
+		goto out;
+	if (table->count == table->capacity) {
+		ret = addr_table_grow(table);
+		if (ret)
+			goto out;
+	}
+	table->addrs[table->count] = *sin;
+	ret = table->count++;
+out:
+	pthread_mutex_unlock(&table->lock);
+	return ret;
+}
+
+static bool addr_table_live(const struct nrma_addr_table *table,
+			    fi_addr_t fi_addr)
+{
+	return fi_addr < table->count &&
+	       table->addrs[fi_addr].sin_family == AF_INET;
+}
+
+int nrma_addr_table_remove(struct nrma_addr_table *table, fi_addr_t fi_addr)
+{
+	int ret = -FI_EINVAL;
+
+	pthread_mutex_lock(&table->lock);
+	if (addr_table_live(table, fi_addr)) {
+		memset(&table->addrs[fi_addr], 0, sizeof(*table->addrs));
+		ret = 0;
+	}
+	pthread_mutex_unlock(&table->lock);
+	return ret;
+}
+
+int nrma_addr_table_get(struct nrma_addr_table *table, fi_addr_t fi_addr,
+			struct sockaddr_in *sin)
+{
+	int ret = -FI_EINVAL;
+
+	pthread_mutex_lock(&table->lock);
+	if (addr_table_live(table, fi_addr)) {
+		*sin = table->addrs[fi_addr];
+		ret = 0;
+	}
+	pthread_mutex_unlock(&table->lock);
+	return ret;
+}
+
+static bool addr_same(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr &&
+	       a->sin_port == b->sin_port;
+}
+
+/* Linear: it runs once per connection, not per message. */
+fi_addr_t nrma_addr_table_find(struct nrma_addr_table *table,
+			       const struct sockaddr_in *sin)
+{
+	fi_addr_t found = FI_ADDR_NOTAVAIL;
+
+	pthread_mutex_lock(&table->lock);
+	for (size_t i = 0; i < table->count && found == FI_ADDR_NOTAVAIL; i++)
+		if (addr_table_live(table, i) &&
+		    addr_same(&table->addrs[i], sin))
+			found = i;
+	pthread_mutex_unlock(&table->lock);
+	return found;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Endpoint names are IPv4 socket addresses.  An address table maps
+ * fi_addr_t to names: the index of an entry is its fi_addr_t, and indices
+ * are never reused, so a stale fi_addr_t never reaches another peer.
+ */
+#ifndef NRMA_ADDR_H
+#define NRMA_ADDR_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+
+/* An IPv4 address with a port: what an endpoint can be named by. */
+bool nrma_addr_valid(const void *addr, size_t len);
+/* "fi_sockaddr_in://a.b.c.d:port"; returns its size with the NUL. */
+int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
+/* Orders names by address, then port, as numbers. */
+int nrma_addr_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b);
+
+struct nrma_addr_table {
+	pthread_mutex_t lock;
+	struct sockaddr_in *addrs;	/* AF_UNSPEC once removed */
+	size_t count;
+	size_t capacity;
+};
+
+void nrma_addr_table_init(struct nrma_addr_table *table);
+void nrma_addr_table_fini(struct nrma_addr_table *table);
+/* Appends a valid name; returns its fi_addr_t or a negative error. */
+int64_t nrma_addr_table_append(struct nrma_addr_table *table,
+			       const struct sockaddr_in *sin);
+int nrma_addr_table_remove(struct nrma_addr_table *table, fi_addr_t fi_addr);
+/* -FI_EINVAL for an fi_addr_t that names nothing (any more). */
+int nrma_addr_table_get(struct nrma_addr_table *table, fi_addr_t fi_addr,
+			struct sockaddr_in *sin);
+/* The first entry with this name, or FI_ADDR_NOTAVAIL. */
+fi_addr_t nrma_addr_table_find(struct nrma_addr_table *table,
+			       const struct sockaddr_in *sin);
+
+#endif /* NRMA_ADDR_H */

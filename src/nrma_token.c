@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "nrma_token.h"
+
+int nrma_token_table_init(struct nrma_token_table *table, size_t count,
+			  size_t slot_size)
+{
+	int ret = nrma_bufpool_init(&table->slots, count, slot_size);
+
+	if (ret)
+		return ret;
+	table->gen = calloc(count, sizeof(*table->gen));
+	if (!table->gen) {
+		nrma_bufpool_fini(&table->slots);
+		return -ENOMEM;
+	}
+	table->next_gen = 0;
+	return 0;
+}
+
+void nrma_token_table_fini(struct nrma_token_table *table)
+{
+	nrma_bufpool_fini(&table->slots);
+	free(table->gen);
+	table->gen = NULL;
+}
+
+int64_t nrma_token_get(struct nrma_token_table *table)
+{
+	int64_t index = nrma_bufpool_get(&table->slots);
+
+	if (index >= 0)
+		table->gen[index] = ++table->next_gen;
+	return index;
+}
+
+void nrma_token_put(struct nrma_token_table *table, uint32_t index)
+{
+	table->gen[index] = 0;
+	nrma_bufpool_put(&table->slots, index);
+}
+
+uint64_t nrma_token_of(const struct nrma_token_table *table, uint32_t index)
+{
+	return (uint64_t) table->gen[index] << 32 | index;
+}
+
+int64_t nrma_token_find(const struct nrma_token_table *table, uint64_t token)
+{
+	uint32_t index = (uint32_t) token;
+
+	if (index >= table->slots.count || !table->gen[index] ||
+	    table->gen[index] != token >> 32)
+		return -1;
+	return index;
+}
+
+bool nrma_token_in_use(const struct nrma_token_table *table, uint32_t index)
+{
+	return table->gen[index] != 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A token table: fixed-size slots, each in use named by a token that a
+ * peer may echo back (an ACK names the send it completes).  A token is
+ * the slot's index and the generation it got when it was taken, so a
+ * token of a slot freed and taken again finds nothing.
+ */
+#ifndef NRMA_TOKEN_H
+#define NRMA_TOKEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nrma_bufpool.h"
+
+struct nrma_token_table {
+	struct nrma_bufpool slots;
+	uint32_t *gen;		/* by slot; 0: free */
+	uint32_t next_gen;
+};
+
+int nrma_token_table_init(struct nrma_token_table *table, size_t count,
+			  size_t slot_size);
+void nrma_token_table_fini(struct nrma_token_table *table);
+/* A free slot's index, or -1 when all are in use. */
+int64_t nrma_token_get(struct nrma_token_table *table);
+void nrma_token_put(struct nrma_token_table *table, uint32_t index);
+uint64_t nrma_token_of(const struct nrma_token_table *table, uint32_t index);
+/* The index of the slot in use that token names, or -1. */
+int64_t nrma_token_find(const struct nrma_token_table *table, uint64_t token);
+bool nrma_token_in_use(const struct nrma_token_table *table, uint32_t index);
+
+static inline void *nrma_token_slot(const struct nrma_token_table *table,
+				    uint32_t index)
+{
+	return nrma_bufpool_buf(&table->slots, index);
+}
+
+static inline uint32_t nrma_token_index(const struct nrma_token_table *table,
+					const void *slot)
+{
+	return ((const char *) slot - table->slots.mem) / table->slots.buf_size;
+}
+
+static inline size_t nrma_token_count(const struct nrma_token_table *table)
+{
+	return table->slots.count;
+}
+
+#endif /* NRMA_TOKEN_H */

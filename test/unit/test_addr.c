@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for endpoint names and address tables (src/nrma_addr.c). */
+#include "nrma_test.h"
+
+#include "nrma_addr.h"
+
+static void test_addr_valid(void **state)
+{
+	struct sockaddr_in sin = make_sin("10.0.0.1", 80);
+	struct sockaddr_in any = make_sin("0.0.0.0", 80);
+	struct sockaddr_in noport = make_sin("10.0.0.1", 0);
+
+	(void) state;
+	assert_true(nrma_addr_valid(&sin, sizeof(sin)));
+	assert_false(nrma_addr_valid(&sin, sizeof(sin) - 1));
+	assert_false(nrma_addr_valid(NULL, sizeof(sin)));
+	assert_false(nrma_addr_valid(&any, sizeof(any)));
+	assert_false(nrma_addr_valid(&noport, sizeof(noport)));
+	sin.sin_family = AF_INET6;
+	assert_false(nrma_addr_valid(&sin, sizeof(sin)));
+}
+
+static void test_addr_str_and_cmp(void **state)
+{
+	struct sockaddr_in a = make_sin("10.0.0.2", 7), b = make_sin("10.0.0.10", 7);
+	struct sockaddr_in c = make_sin("10.0.0.2", 8);
+	char buf[64];
+
+	(void) state;
+	assert_int_equal(nrma_addr_str(&a, buf, sizeof(buf)),
+			 strlen("fi_sockaddr_in://10.0.0.2:7") + 1);
+	assert_string_equal(buf, "fi_sockaddr_in://10.0.0.2:7");
+	/* numeric order, not string order */
+	assert_true(nrma_addr_cmp(&a, &b) < 0);
+	assert_true(nrma_addr_cmp(&b, &a) > 0);
+	assert_true(nrma_addr_cmp(&a, &c) < 0);
+	assert_int_equal(nrma_addr_cmp(&c, &c), 0);
+}
+
+static void test_table(void **state)
+{
+	struct nrma_addr_table t;
+	struct sockaddr_in a = make_sin("10.0.0.1", 1), b = make_sin("10.0.0.2", 2);
+	struct sockaddr_in bad = make_sin("10.0.0.3", 0), out;
+
+	(void) state;
+	nrma_addr_table_init(&t);
+	assert_int_equal(nrma_addr_table_append(&t, &a), 0);
+	assert_int_equal(nrma_addr_table_append(&t, &bad), -FI_EINVAL);
+	assert_int_equal(nrma_addr_table_append(&t, &b), 1);
+	assert_int_equal(nrma_addr_table_append(&t, &a), 2);
+	assert_int_equal(nrma_addr_table_get(&t, 1, &out), 0);
+	assert_int_equal(nrma_addr_cmp(&out, &b), 0);
+	assert_int_equal(nrma_addr_table_get(&t, 3, &out), -FI_EINVAL);
+	assert_int_equal(nrma_addr_table_find(&t, &a), 0);
+	/* removed entries name nothing, and their index is not reused */
+	assert_int_equal(nrma_addr_table_remove(&t, 0), 0);
+	assert_int_equal(nrma_addr_table_remove(&t, 0), -FI_EINVAL);
+	assert_int_equal(nrma_addr_table_get(&t, 0, &out), -FI_EINVAL);
+	assert_int_equal(nrma_addr_table_find(&t, &a), 2);
+	assert_int_equal(nrma_addr_table_append(&t, &a), 3);
+	assert_int_equal(nrma_addr_table_find(&t, &bad), FI_ADDR_NOTAVAIL);
+	nrma_addr_table_fini(&t);
+}
+
+static void test_table_grows(void **state)
+{
+	struct nrma_addr_table t;
+	struct sockaddr_in out;
+
+	(void) state;
+	nrma_addr_table_init(&t);
+	for (int i = 0; i < 1000; i++) {
+		struct sockaddr_in sin = make_sin("10.0.0.1", 1 + i);
+
+		assert_int_equal(nrma_addr_table_append(&t, &sin), i);
+	}
+	assert_int_equal(nrma_addr_table_get(&t, 999, &out), 0);
+	assert_int_equal(ntohs(out.sin_port), 1000);
+	nrma_addr_table_fini(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_addr_valid),
+		cmocka_unit_test(test_addr_str_and_cmp),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_table_grows),
+	};
+
+	return cmocka_run_group_tests_name("nrma_addr", tests, NULL, NULL);
+}

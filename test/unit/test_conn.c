@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Unit tests for the connection table and the rule that settles
+ * simultaneous connects (prov/nrma/nrma_conn.c), on connections built by
+ * hand: no rdmacm.
+ */
+#include "nrma_test.h"
+
+#include "nrma_cm.h"
+
+static struct nrma_conn conn_make(const char *ip, uint16_t port,
+				  enum nrma_conn_state state, bool outgoing)
+{
+	return (struct nrma_conn) {
+		.peer = make_sin(ip, port), .state = state,
+		.outgoing = outgoing, .fi_addr = FI_ADDR_NOTAVAIL,
+	};
+}
+
+static void test_by_addr(void **state)
+{
+	struct nrma_conn_table t;
+	struct nrma_conn a = conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
+	struct nrma_conn b = conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTED, true);
+
+	(void) state;
+	nrma_conn_table_init(&t);
+	nrma_conn_table_add(&t, &a);
+	nrma_conn_table_add(&t, &b);
+	assert_null(nrma_conn_table_by_addr(&t, 0));
+	assert_int_equal(nrma_conn_table_map(&t, &a, 3), 0);
+	assert_int_equal(nrma_conn_table_map(&t, &b, 1000), 0);
+	assert_int_equal(a.fi_addr, 3);
+	assert_ptr_equal(nrma_conn_table_by_addr(&t, 3), &a);
+	assert_ptr_equal(nrma_conn_table_by_addr(&t, 1000), &b);
+	assert_null(nrma_conn_table_by_addr(&t, 4));
+	assert_null(nrma_conn_table_by_addr(&t, FI_ADDR_NOTAVAIL));
+	assert_int_equal(nrma_conn_table_map(&t, &a, FI_ADDR_NOTAVAIL),
+			 -FI_EINVAL);
+	nrma_conn_table_unmap(&t, &a);
+	assert_null(nrma_conn_table_by_addr(&t, 3));
+	assert_ptr_equal(nrma_conn_table_by_addr(&t, 1000), &b);
+	/* unmapping a connection that lost its slot leaves the owner */
+	assert_int_equal(nrma_conn_table_map(&t, &a, 1000), 0);
+	b.fi_addr = 1000;
+	nrma_conn_table_unmap(&t, &b);
+	assert_ptr_equal(nrma_conn_table_by_addr(&t, 1000), &a);
+	nrma_conn_table_fini(&t);
+}
+
+static void test_by_qp(void **state)
+{
+	struct nrma_conn_table t;
+	struct nrma_conn a = conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
+	struct nrma_verbs_qp *fake_qp = (struct nrma_verbs_qp *) &a;
+
+	(void) state;
+	nrma_conn_table_init(&t);
+	nrma_conn_table_add(&t, &a);
+	a.qp = fake_qp;
+	assert_int_equal(nrma_conn_table_map_qp(&t, &a, 77), 0);
+	assert_int_equal(a.qp_num, 77);
+	assert_ptr_equal(nrma_conn_table_by_qp(&t, 77), &a);
+	assert_null(nrma_conn_table_by_qp(&t, 78));
+	nrma_conn_table_unmap(&t, &a);
+	assert_null(nrma_conn_table_by_qp(&t, 77));
+	nrma_conn_table_fini(&t);
+}
+
+static void test_by_name(void **state)
+{
+	struct nrma_conn_table t;
+	struct nrma_conn failed = conn_make("10.0.0.1", 5, NRMA_CONN_FAILED, true);
+	struct nrma_conn self = conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTED,
+					  false);
+	struct nrma_conn live = conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTING,
+					  false);
+	struct sockaddr_in name = make_sin("10.0.0.1", 5);
+	struct sockaddr_in other_port = make_sin("10.0.0.1", 6);
+
+	(void) state;
+	self.loopback = true;
+	nrma_conn_table_init(&t);
+	nrma_conn_table_add(&t, &failed);
+	nrma_conn_table_add(&t, &self);
+	assert_null(nrma_conn_table_by_name(&t, &name));
+	nrma_conn_table_add(&t, &live);
+	assert_ptr_equal(nrma_conn_table_by_name(&t, &name), &live);
+	assert_null(nrma_conn_table_by_name(&t, &other_port));
+	nrma_conn_table_fini(&t);
+}
+
+/*
+ * Both ends of a simultaneous connect see the other's request; exactly
+ * one of them must let it win, whatever the order of names.
+ */
+static void test_collision_rule(void **state)
+{
+	const char *ips[][2] = {
+		{ "10.0.0.1", "10.0.0.2" }, { "10.0.0.2", "10.0.0.1" },
+		{ "10.0.0.9", "10.0.1.0" }, { "10.0.0.1", "10.0.0.1" },
+	};
+
+	(void) state;
+	for (size_t i = 0; i < ARRAY_SIZE(ips); i++) {
+		struct sockaddr_in x = make_sin(ips[i][0], 1000);
+		struct sockaddr_in y = make_sin(ips[i][1], i == 3 ? 999 : 1000);
+		struct nrma_conn x_to_y = { .peer = y, .outgoing = true,
+					    .state = NRMA_CONN_CONNECTING };
+		struct nrma_conn y_to_x = { .peer = x, .outgoing = true,
+					    .state = NRMA_CONN_CONNECTING };
+		bool x_takes = nrma_conn_request_wins(&x, &x_to_y);
+		bool y_takes = nrma_conn_request_wins(&y, &y_to_x);
+
+		assert_true(x_takes != y_takes);
+		/* the larger name gives in to the smaller one's request */
+		assert_int_equal(x_takes, nrma_addr_cmp(&x, &y) > 0);
+	}
+}
+
+static void test_request_wins_otherwise(void **state)
+{
+	struct sockaddr_in self = make_sin("10.0.0.1", 1000);
+	struct nrma_conn incoming = conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTING,
+					      false);
+	struct nrma_conn up = conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTED, true);
+
+	(void) state;
+	assert_true(nrma_conn_request_wins(&self, NULL));
+	/* a peer that is connected and asks again restarted */
+	assert_true(nrma_conn_request_wins(&self, &up));
+	/* an accepted connection still coming up is not replaced */
+	assert_false(nrma_conn_request_wins(&self, &incoming));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_by_addr),
+		cmocka_unit_test(test_by_qp),
+		cmocka_unit_test(test_by_name),
+		cmocka_unit_test(test_collision_rule),
+		cmocka_unit_test(test_request_wins_otherwise),
+	};
+
+	return cmocka_run_group_tests_name("nrma_conn", tests, NULL, NULL);
+}

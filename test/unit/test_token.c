@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for the token table (src/nrma_token.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "nrma_token.h"
+
+#define COUNT 4
+
+static int token_setup(void **state)
+{
+	static struct nrma_token_table table;
+
+	assert_int_equal(nrma_token_table_init(&table, COUNT, 24), 0);
+	*state = &table;
+	return 0;
+}
+
+static int token_teardown(void **state)
+{
+	nrma_token_table_fini(*state);
+	return 0;
+}
+
+static void test_token_names_its_slot(void **state)
+{
+	struct nrma_token_table *t = *state;
+	int64_t a = nrma_token_get(t), b = nrma_token_get(t);
+
+	assert_true(a >= 0 && b >= 0 && a != b);
+	assert_int_equal(nrma_token_find(t, nrma_token_of(t, a)), a);
+	assert_int_equal(nrma_token_find(t, nrma_token_of(t, b)), b);
+	assert_true(nrma_token_in_use(t, a));
+	assert_int_equal(nrma_token_index(t, nrma_token_slot(t, b)), b);
+	assert_true(nrma_token_of(t, a) != nrma_token_of(t, b));
+}
+
+/* A token outlives its slot's use: it must then find nothing. */
+static void test_stale_token(void **state)
+{
+	struct nrma_token_table *t = *state;
+	int64_t a = nrma_token_get(t);
+	uint64_t old = nrma_token_of(t, a);
+	int64_t again;
+
+	nrma_token_put(t, a);
+	assert_false(nrma_token_in_use(t, a));
+	assert_int_equal(nrma_token_find(t, old), -1);
+	again = nrma_token_get(t);
+	assert_int_equal(again, a);	/* the free stack hands it back */
+	assert_int_equal(nrma_token_find(t, old), -1);
+	assert_int_equal(nrma_token_find(t, nrma_token_of(t, again)), again);
+}
+
+static void test_forged_tokens(void **state)
+{
+	struct nrma_token_table *t = *state;
+	int64_t a = nrma_token_get(t);
+	uint64_t token = nrma_token_of(t, a);
+
+	assert_int_equal(nrma_token_find(t, token ^ (1ULL << 40)), -1);
+	assert_int_equal(nrma_token_find(t, (token & ~0xffffffffULL) | COUNT),
+			 -1);
+	assert_int_equal(nrma_token_find(t, (uint32_t) token), -1);
+	assert_int_equal(nrma_token_find(t, UINT64_MAX), -1);
+	/* a free slot answers no token, not even generation 0 */
+	assert_int_equal(nrma_token_find(t, (a + 1) % COUNT), -1);
+}
+
+static void test_exhaustion(void **state)
+{
+	struct nrma_token_table *t = *state;
+	int64_t got[COUNT];
+
+	for (int i = 0; i < COUNT; i++)
+		assert_true((got[i] = nrma_token_get(t)) >= 0);
+	assert_int_equal(nrma_token_get(t), -1);
+	nrma_token_put(t, got[1]);
+	assert_int_equal(nrma_token_get(t), got[1]);
+	assert_int_equal(nrma_token_count(t), COUNT);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, token_setup, token_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_token_names_its_slot),
+		T(test_stale_token),
+		T(test_forged_tokens),
+		T(test_exhaustion),
+	};
+#undef T
+
+	return cmocka_run_group_tests_name("nrma_token", tests, NULL, NULL);
+}
