@@ -24,7 +24,7 @@ int nrma_addr_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b);
 
 struct nrma_addr_table {
 	pthread_mutex_t lock;
-	struct sockaddr_in *addrs;	/* AF_UNSPEC once removed */
+	struct sockaddr_in *addrs; /* AF_UNSPEC once removed */
 	size_t count;
 	size_t capacity;
 };

@@ -5,8 +5,7 @@
 
 #include "nrma_bufpool.h"
 
-int nrma_bufpool_init(struct nrma_bufpool *pool, size_t count,
-		      size_t buf_size)
+int nrma_bufpool_init(struct nrma_bufpool *pool, size_t count, size_t buf_size)
 {
 	if (!count || !buf_size || count > UINT32_MAX ||
 	    buf_size > SIZE_MAX / count)

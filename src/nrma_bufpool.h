@@ -13,12 +13,11 @@ struct nrma_bufpool {
 	char *mem;
 	size_t buf_size;
 	size_t count;
-	uint32_t *free;		/* stack of free buffer indices */
+	uint32_t *free; /* stack of free buffer indices */
 	size_t nfree;
 };
 
-int nrma_bufpool_init(struct nrma_bufpool *pool, size_t count,
-		      size_t buf_size);
+int nrma_bufpool_init(struct nrma_bufpool *pool, size_t count, size_t buf_size);
 void nrma_bufpool_fini(struct nrma_bufpool *pool);
 /* A free buffer's index, or -1 when the pool is empty. */
 int64_t nrma_bufpool_get(struct nrma_bufpool *pool);

@@ -7,7 +7,10 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
 #define NRMA_ENOSYS(ret, name, ...) \
-	ret name(__VA_ARGS__) { return -FI_ENOSYS; }
+	ret name(__VA_ARGS__)       \
+	{                           \
+		return -FI_ENOSYS;  \
+	}
 #define NRMA_ENOSYS_STATIC(ret, name, ...) \
 	static NRMA_ENOSYS(ret, name, __VA_ARGS__)
 
@@ -45,9 +48,8 @@ NRMA_ENOSYS(int, nrma_no_tx_ctx, struct fid_ep *sep, int index,
 NRMA_ENOSYS(int, nrma_no_rx_ctx, struct fid_ep *sep, int index,
 	    struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context)
 NRMA_ENOSYS(ssize_t, nrma_no_size_left, struct fid_ep *ep)
-NRMA_ENOSYS(int, nrma_no_av_set, struct fid_av *av,
-	    struct fi_av_set_attr *attr, struct fid_av_set **av_set,
-	    void *context)
+NRMA_ENOSYS(int, nrma_no_av_set, struct fid_av *av, struct fi_av_set_attr *attr,
+	    struct fid_av_set **av_set, void *context)
 NRMA_ENOSYS(int, nrma_no_wait_open, struct fid_fabric *fabric,
 	    struct fi_wait_attr *attr, struct fid_wait **waitset)
 NRMA_ENOSYS(int, nrma_no_passive_ep, struct fid_fabric *fabric,
@@ -72,14 +74,14 @@ NRMA_ENOSYS_STATIC(ssize_t, no_coll_reduce_op, struct fid_ep *ep,
 		   void *result_desc, fi_addr_t coll_addr,
 		   enum fi_datatype datatype, enum fi_op op, uint64_t flags,
 		   void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_coll_reduce, struct fid_ep *ep,
-		   const void *buf, size_t count, void *desc, void *result,
-		   void *result_desc, fi_addr_t coll_addr, fi_addr_t root_addr,
+NRMA_ENOSYS_STATIC(ssize_t, no_coll_reduce, struct fid_ep *ep, const void *buf,
+		   size_t count, void *desc, void *result, void *result_desc,
+		   fi_addr_t coll_addr, fi_addr_t root_addr,
 		   enum fi_datatype datatype, enum fi_op op, uint64_t flags,
 		   void *context)
-NRMA_ENOSYS_STATIC(ssize_t, no_coll_rooted, struct fid_ep *ep,
-		   const void *buf, size_t count, void *desc, void *result,
-		   void *result_desc, fi_addr_t coll_addr, fi_addr_t root_addr,
+NRMA_ENOSYS_STATIC(ssize_t, no_coll_rooted, struct fid_ep *ep, const void *buf,
+		   size_t count, void *desc, void *result, void *result_desc,
+		   fi_addr_t coll_addr, fi_addr_t root_addr,
 		   enum fi_datatype datatype, uint64_t flags, void *context)
 NRMA_ENOSYS_STATIC(ssize_t, no_coll_msg, struct fid_ep *ep,
 		   const struct fi_msg_collective *msg, struct fi_ioc *resultv,

@@ -23,13 +23,12 @@ void nrma_hash_fini(struct nrma_hash *hash)
 	nrma_hash_init(hash);
 }
 
-static struct nrma_hash_slot *probe(const struct nrma_hash *hash,
-				    uint32_t key)
+static struct nrma_hash_slot *probe(const struct nrma_hash *hash, uint32_t key)
 {
 	if (!hash->capacity)
 		return NULL;
-	for (size_t i = slot_of(key, hash->capacity), n = 0;
-	     n < hash->capacity; i = (i + 1) & (hash->capacity - 1), n++) {
+	for (size_t i = slot_of(key, hash->capacity), n = 0; n < hash->capacity;
+	     i = (i + 1) & (hash->capacity - 1), n++) {
 		struct nrma_hash_slot *slot = &hash->slots[i];
 
 		if (slot->state == SLOT_EMPTY)
@@ -79,7 +78,7 @@ int nrma_hash_insert(struct nrma_hash *hash, uint32_t key, void *value)
 		i = (i + 1) & (hash->capacity - 1);
 	if (hash->slots[i].state == SLOT_EMPTY)
 		hash->used++;
-	hash->slots[i] = (struct nrma_hash_slot) { key, SLOT_USED, value };
+	hash->slots[i] = (struct nrma_hash_slot){ key, SLOT_USED, value };
 	hash->count++;
 	return 0;
 }

@@ -11,14 +11,14 @@
 
 struct nrma_hash_slot {
 	uint32_t key;
-	int state;		/* 0 empty, 1 used, 2 deleted */
+	int state; /* 0 empty, 1 used, 2 deleted */
 	void *value;
 };
 
 struct nrma_hash {
 	struct nrma_hash_slot *slots;
-	size_t capacity;	/* a power of two */
-	size_t used;		/* used and deleted slots */
+	size_t capacity; /* a power of two */
+	size_t used;	 /* used and deleted slots */
 	size_t count;
 };
 

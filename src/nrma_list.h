@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #define nrma_container_of(ptr, type, field) \
-	((type *) ((char *) (ptr) - offsetof(type, field)))
+	((type *) ((char *) (ptr) -offsetof(type, field)))
 
 struct nrma_dlist {
 	struct nrma_dlist *next;

@@ -29,7 +29,8 @@ void nrma_ring_fini(struct nrma_ring *ring)
 
 void *nrma_ring_at(const struct nrma_ring *ring, size_t i)
 {
-	return ring->elems + ((ring->head + i) % ring->capacity) * ring->elem_size;
+	return ring->elems +
+	       ((ring->head + i) % ring->capacity) * ring->elem_size;
 }
 
 void *nrma_ring_push(struct nrma_ring *ring)

@@ -14,7 +14,7 @@ struct nrma_ring {
 	char *elems;
 	size_t elem_size;
 	size_t capacity;
-	size_t head;	/* index of the oldest element */
+	size_t head; /* index of the oldest element */
 	size_t count;
 };
 

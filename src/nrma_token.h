@@ -15,7 +15,7 @@
 
 struct nrma_token_table {
 	struct nrma_bufpool slots;
-	uint32_t *gen;		/* by slot; 0: free */
+	uint32_t *gen; /* by slot; 0: free */
 	uint32_t next_gen;
 };
 

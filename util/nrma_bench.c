@@ -31,7 +31,7 @@
 
 struct config {
 	const char *name;
-	const char *fence;	/* FI_NRMA_NOTIFY_FENCE */
+	const char *fence; /* FI_NRMA_NOTIFY_FENCE */
 	int notify;
 	int read;
 };
@@ -57,9 +57,15 @@ struct target_info {
 
 static size_t opt_ops = 20000, opt_size = 8, opt_window = 32;
 
-#define TRY(call) do { int rc_ = (call); if (rc_) { \
-	fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-		fi_strerror(-rc_)); exit(1); } } while (0)
+#define TRY(call)                                                              \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		if (rc_) {                                                     \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
+				#call, fi_strerror(-rc_));                     \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
 
 static void open_side(struct side *s, int notify)
 {
@@ -90,8 +96,8 @@ static void open_side(struct side *s, int notify)
 	TRY(fi_enable(s->ep));
 	s->buf = calloc(1, opt_size ? opt_size : 1);
 	TRY(fi_mr_reg(s->domain, s->buf, opt_size ? opt_size : 1,
-		      FI_REMOTE_WRITE | FI_REMOTE_READ | FI_READ | FI_WRITE,
-		      0, 0, 0, &s->mr, NULL));
+		      FI_REMOTE_WRITE | FI_REMOTE_READ | FI_READ | FI_WRITE, 0,
+		      0, 0, &s->mr, NULL));
 }
 
 static void close_side(struct side *s)
@@ -153,8 +159,8 @@ static ssize_t post(struct side *s, const struct config *c, fi_addr_t peer,
 
 	return c->read ? fi_read(s->ep, s->buf, opt_size, desc, peer, ti->addr,
 				 ti->key, NULL) :
-			 fi_write(s->ep, s->buf, opt_size, desc, peer,
-				  ti->addr, ti->key, NULL);
+			 fi_write(s->ep, s->buf, opt_size, desc, peer, ti->addr,
+				  ti->key, NULL);
 }
 
 static double run_initiator(const struct config *c, int from_target,
@@ -205,7 +211,7 @@ static double measure(const struct config *c)
 
 	if (pipe(t2i) || pipe(i2t) || pipe(res))
 		return -1;
-	fflush(stdout);		/* children must not print our buffer again */
+	fflush(stdout); /* children must not print our buffer again */
 	if (c->fence)
 		setenv("FI_NRMA_NOTIFY_FENCE", c->fence, 1);
 	target = fork();
@@ -239,11 +245,18 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "n:s:w:")) != -1) {
 		switch (opt) {
-		case 'n': opt_ops = strtoul(optarg, NULL, 0); break;
-		case 's': opt_size = strtoul(optarg, NULL, 0); break;
-		case 'w': opt_window = strtoul(optarg, NULL, 0); break;
+		case 'n':
+			opt_ops = strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			opt_size = strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			opt_window = strtoul(optarg, NULL, 0);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-n ops] [-s size] [-w window]\n",
+			fprintf(stderr,
+				"usage: %s [-n ops] [-s size] [-w window]\n",
 				argv[0]);
 			return 2;
 		}

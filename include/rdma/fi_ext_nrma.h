@@ -16,10 +16,10 @@ extern "C" {
 #endif
 
 /* The name to pass in FI_PROVIDER or hints->fabric_attr->prov_name. */
-#define FI_NRMA_PROV_NAME	"nrma"
+#define FI_NRMA_PROV_NAME "nrma"
 
 /* Provider version, as fi_info reports it in fabric_attr->prov_version. */
-#define FI_NRMA_VERSION		FI_VERSION(0, 1)
+#define FI_NRMA_VERSION FI_VERSION(0, 1)
 
 #ifdef __cplusplus
 }

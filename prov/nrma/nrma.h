@@ -44,9 +44,9 @@
 #include "nrma_ring.h"
 #include "nrma_wait.h"
 
-#define NRMA_PROV_NAME		FI_NRMA_PROV_NAME
-#define NRMA_PROV_VERSION	FI_NRMA_VERSION
-#define NRMA_FI_VERSION		FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+#define NRMA_PROV_NAME	  FI_NRMA_PROV_NAME
+#define NRMA_PROV_VERSION FI_NRMA_VERSION
+#define NRMA_FI_VERSION	  FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
 extern struct fi_provider nrma_prov;
 
@@ -61,25 +61,26 @@ struct nrma_verbs_ep;
 struct nrma_verbs_mr;
 struct nrma_xfer;
 
-#define NRMA_WARN(subsys, ...)	FI_WARN(&nrma_prov, subsys, __VA_ARGS__)
-#define NRMA_INFO(subsys, ...)	FI_INFO(&nrma_prov, subsys, __VA_ARGS__)
+#define NRMA_WARN(subsys, ...) FI_WARN(&nrma_prov, subsys, __VA_ARGS__)
+#define NRMA_INFO(subsys, ...) FI_INFO(&nrma_prov, subsys, __VA_ARGS__)
 /* libfabric compiles FI_DBG out of release builds; ours stays. */
-#define NRMA_DBG(subsys, ...)	FI_LOG(&nrma_prov, FI_LOG_DEBUG, subsys, __VA_ARGS__)
+#define NRMA_DBG(subsys, ...) \
+	FI_LOG(&nrma_prov, FI_LOG_DEBUG, subsys, __VA_ARGS__)
 
 /* Tunables, read once from FI_NRMA_* at load time. */
 struct nrma_params {
-	char *device;		/* restrict to this verbs device */
-	size_t tx_size;		/* default transmit queue depth */
-	size_t rx_size;		/* default receive queue depth */
-	size_t cq_size;		/* CQ size when the application gives 0 */
-	size_t cntr_max;	/* counters per domain */
-	size_t notify_cells;	/* notification cells per domain */
-	int wait_spin_us;	/* busy-poll before a blocking wait sleeps */
-	size_t eager_size;	/* largest message sent by copy */
-	size_t unexp_max;	/* unexpected messages held per endpoint */
-	size_t qp_depth;	/* send queue depth per connection */
+	char *device;		  /* restrict to this verbs device */
+	size_t tx_size;		  /* default transmit queue depth */
+	size_t rx_size;		  /* default receive queue depth */
+	size_t cq_size;		  /* CQ size when the application gives 0 */
+	size_t cntr_max;	  /* counters per domain */
+	size_t notify_cells;	  /* notification cells per domain */
+	int wait_spin_us;	  /* busy-poll before a blocking wait sleeps */
+	size_t eager_size;	  /* largest message sent by copy */
+	size_t unexp_max;	  /* unexpected messages held per endpoint */
+	size_t qp_depth;	  /* send queue depth per connection */
 	bool notify_fence_always; /* fence every notification atomic */
-	int notify_wake_ms;	/* sleep bound while remote atomics count */
+	int notify_wake_ms;	  /* sleep bound while remote atomics count */
 };
 extern struct nrma_params nrma_params;
 
@@ -102,7 +103,7 @@ struct nrma_dev_limits {
 struct nrma_device {
 	char name[64];
 	uint8_t port_num;
-	struct sockaddr_in addr;	/* an IPv4 address rdmacm binds on it */
+	struct sockaddr_in addr; /* an IPv4 address rdmacm binds on it */
 	struct sockaddr_in netmask;
 	struct nrma_dev_limits limits;
 };
@@ -132,8 +133,8 @@ static inline size_t nrma_err_entry_size(uint32_t version, size_t full,
 /* Fabric */
 struct nrma_fabric {
 	struct fid_fabric fabric_fid;
-	uint32_t api_version;		/* what the application asked for */
-	atomic_int ref;			/* open domains and EQs */
+	uint32_t api_version; /* what the application asked for */
+	atomic_int ref;	      /* open domains and EQs */
 };
 
 int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
@@ -144,12 +145,12 @@ struct nrma_eq {
 	struct fid_eq eq_fid;
 	struct nrma_fabric *fabric;
 	pthread_mutex_t lock;
-	struct nrma_dlist events;	/* struct nrma_eq_event, oldest first */
+	struct nrma_dlist events; /* struct nrma_eq_event, oldest first */
 	size_t count;
 	size_t size;
 	uint64_t flags;
 	struct nrma_wait wait;
-	atomic_int ref;			/* objects bound to it */
+	atomic_int ref; /* objects bound to it */
 };
 
 int nrma_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
@@ -166,9 +167,9 @@ struct nrma_domain {
 	const struct nrma_device *device;
 	struct fi_info *info;
 	struct nrma_verbs_domain *verbs;
-	struct nrma_eq *eq;		/* bound for asynchronous errors */
-	struct nrma_notify *notify;	/* notification cells */
-	atomic_int ref;			/* open child objects */
+	struct nrma_eq *eq;	    /* bound for asynchronous errors */
+	struct nrma_notify *notify; /* notification cells */
+	atomic_int ref;		    /* open child objects */
 };
 
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -184,7 +185,7 @@ int nrma_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
  */
 struct nrma_remote_cntrs {
 	struct nrma_notify_cell *cell;
-	struct nrma_cntr *cntr[2];	/* by enum nrma_notify_word */
+	struct nrma_cntr *cntr[2]; /* by enum nrma_notify_word */
 };
 
 /* Binds cntr to the words that flags (FI_REMOTE_WRITE/READ) name. */
@@ -202,9 +203,9 @@ struct nrma_mr {
 	struct nrma_domain *domain;
 	struct nrma_verbs_mr *verbs;
 	uint64_t access;
-	uint64_t flags;			/* FI_RMA_EVENT */
-	struct nrma_remote_cntrs remote;	/* bound with fi_mr_bind */
-	bool enabled;			/* fi_mr_enable: no more bindings */
+	uint64_t flags;			 /* FI_RMA_EVENT */
+	struct nrma_remote_cntrs remote; /* bound with fi_mr_bind */
+	bool enabled;			 /* fi_mr_enable: no more bindings */
 };
 
 extern struct fi_ops_mr nrma_mr_ops;
@@ -250,12 +251,12 @@ struct nrma_cq {
 	enum fi_cq_format format;
 	enum fi_cq_wait_cond wait_cond;
 	size_t threshold;
-	struct nrma_ring comps;		/* struct nrma_cq_entry */
-	struct nrma_dlist errors;	/* struct nrma_cq_err */
+	struct nrma_ring comps;	  /* struct nrma_cq_entry */
+	struct nrma_dlist errors; /* struct nrma_cq_err */
 	bool signaled;
 	struct nrma_wait wait;
-	struct nrma_ep_set eps;		/* endpoints to progress */
-	atomic_int ref;			/* endpoints bound to it */
+	struct nrma_ep_set eps; /* endpoints to progress */
+	atomic_int ref;		/* endpoints bound to it */
 };
 
 int nrma_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
@@ -267,15 +268,15 @@ bool nrma_cq_ready(struct nrma_cq *cq);
 struct nrma_cntr {
 	struct fid_cntr cntr_fid;
 	struct nrma_domain *domain;
-	_Atomic uint64_t value;		/* local count: bias on the words */
+	_Atomic uint64_t value; /* local count: bias on the words */
 	_Atomic uint64_t err;
-	pthread_mutex_t lock;		/* guards words */
-	volatile uint64_t **words;	/* notification words counted in */
+	pthread_mutex_t lock;	   /* guards words */
+	volatile uint64_t **words; /* notification words counted in */
 	size_t nwords;
 	size_t words_cap;
 	struct nrma_wait wait;
-	struct nrma_ep_set eps;		/* endpoints to progress */
-	atomic_int ref;			/* endpoints bound to it */
+	struct nrma_ep_set eps; /* endpoints to progress */
+	atomic_int ref;		/* endpoints bound to it */
 };
 
 int nrma_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
@@ -288,9 +289,9 @@ struct nrma_av {
 	struct nrma_domain *domain;
 	enum fi_av_type type;
 	uint64_t flags;
-	struct nrma_addr_table table;	/* fi_addr_t -> endpoint name */
-	struct nrma_eq *eq;		/* FI_EVENT: insert results go here */
-	atomic_int ref;			/* endpoints bound to it */
+	struct nrma_addr_table table; /* fi_addr_t -> endpoint name */
+	struct nrma_eq *eq;	      /* FI_EVENT: insert results go here */
+	atomic_int ref;		      /* endpoints bound to it */
 };
 
 int nrma_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
@@ -310,18 +311,18 @@ struct nrma_ep {
 	struct nrma_cntr *recv_cntr;
 	struct nrma_cntr *read_cntr;
 	struct nrma_cntr *write_cntr;
-	struct nrma_remote_cntrs remote;	/* FI_REMOTE_WRITE/READ */
+	struct nrma_remote_cntrs remote; /* FI_REMOTE_WRITE/READ */
 	struct nrma_av *av;
 	struct nrma_eq *eq;
-	struct sockaddr_in name;	/* fixed at fi_enable */
+	struct sockaddr_in name; /* fixed at fi_enable */
 	bool enabled;
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	size_t min_multi_recv;
 
-	struct nrma_cm *cm;		/* listener and connections */
-	struct nrma_verbs_ep *verbs;	/* CQ and SRQ the connections share */
-	struct nrma_xfer *xfer;		/* the data path's state */
+	struct nrma_cm *cm;	     /* listener and connections */
+	struct nrma_verbs_ep *verbs; /* CQ and SRQ the connections share */
+	struct nrma_xfer *xfer;	     /* the data path's state */
 };
 
 int nrma_ep_open(struct fid_domain *domain, struct fi_info *info,
@@ -343,7 +344,7 @@ struct nrma_send_args {
 	fi_addr_t dest;
 	uint64_t data;
 	uint64_t tag;
-	uint64_t flags;		/* FI_TAGGED marks a tagged send */
+	uint64_t flags; /* FI_TAGGED marks a tagged send */
 	void *context;
 };
 
@@ -351,10 +352,10 @@ struct nrma_recv_args {
 	const struct iovec *iov;
 	void **desc;
 	size_t count;
-	fi_addr_t src;		/* honoured with FI_DIRECTED_RECV */
+	fi_addr_t src; /* honoured with FI_DIRECTED_RECV */
 	uint64_t tag;
 	uint64_t ignore;
-	uint64_t flags;		/* FI_TAGGED marks a tagged receive */
+	uint64_t flags; /* FI_TAGGED marks a tagged receive */
 	void *context;
 };
 
@@ -382,17 +383,17 @@ int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
  * nrma_<obj>_of_fid(struct fid *) for fabric, domain, eq, cq, cntr, av,
  * mr and ep.
  */
-#define NRMA_FID_ACCESSORS(obj)						\
-	static inline struct nrma_##obj *nrma_##obj##_of(		\
-		struct fid_##obj *obj##_fid)				\
-	{								\
-		return nrma_container_of(obj##_fid, struct nrma_##obj,	\
-					 obj##_fid);			\
-	}								\
+#define NRMA_FID_ACCESSORS(obj)                                               \
+	static inline struct nrma_##obj *nrma_##obj##_of(                     \
+		struct fid_##obj *obj##_fid)                                  \
+	{                                                                     \
+		return nrma_container_of(obj##_fid, struct nrma_##obj,        \
+					 obj##_fid);                          \
+	}                                                                     \
 	static inline struct nrma_##obj *nrma_##obj##_of_fid(struct fid *fid) \
-	{								\
-		return nrma_container_of(fid, struct nrma_##obj,	\
-					 obj##_fid.fid);		\
+	{                                                                     \
+		return nrma_container_of(fid, struct nrma_##obj,              \
+					 obj##_fid.fid);                      \
 	}
 
 NRMA_FID_ACCESSORS(fabric)

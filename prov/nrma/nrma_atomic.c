@@ -17,12 +17,12 @@
 #include "nrma_notify.h"
 #include "nrma_xfer.h"
 
-#define NRMA_ATOMIC_SIZE	sizeof(uint64_t)
+#define NRMA_ATOMIC_SIZE sizeof(uint64_t)
 
 enum nrma_atomic_kind {
-	NRMA_ATOMIC_BASE,	/* fi_atomic */
-	NRMA_ATOMIC_FETCH,	/* fi_fetch_atomic */
-	NRMA_ATOMIC_COMPARE,	/* fi_compare_atomic */
+	NRMA_ATOMIC_BASE,    /* fi_atomic */
+	NRMA_ATOMIC_FETCH,   /* fi_fetch_atomic */
+	NRMA_ATOMIC_COMPARE, /* fi_compare_atomic */
 };
 
 /* One atomic operation, with its operands read already. */
@@ -31,7 +31,7 @@ struct nrma_atomic_args {
 	enum fi_op op;
 	uint64_t operand;
 	uint64_t compare;
-	void *result;		/* FETCH and COMPARE: the old value */
+	void *result; /* FETCH and COMPARE: the old value */
 	fi_addr_t dest;
 	uint64_t addr;
 	uint64_t key;
@@ -95,17 +95,19 @@ int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 		      uint64_t flags)
 {
 	enum nrma_atomic_kind kind = flags & FI_FETCH_ATOMIC ?
-		NRMA_ATOMIC_FETCH : flags & FI_COMPARE_ATOMIC ?
-		NRMA_ATOMIC_COMPARE : NRMA_ATOMIC_BASE;
+					     NRMA_ATOMIC_FETCH :
+				     flags & FI_COMPARE_ATOMIC ?
+					     NRMA_ATOMIC_COMPARE :
+					     NRMA_ATOMIC_BASE;
 	int ret;
 
 	(void) domain;
-	if (!attr || (flags & ~(FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC |
-				FI_TAGGED)) ||
+	if (!attr ||
+	    (flags & ~(FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC | FI_TAGGED)) ||
 	    (flags & (FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC)) ==
-	    (FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC))
+		    (FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC))
 		return -FI_EINVAL;
-	if (flags & FI_TAGGED)	/* no atomics into tagged receive buffers */
+	if (flags & FI_TAGGED) /* no atomics into tagged receive buffers */
 		return -FI_EOPNOTSUPP;
 	ret = atomic_valid(datatype, op, kind, &attr->count);
 	if (!ret)
@@ -119,14 +121,15 @@ static struct nrma_wr atomic_wr(const struct nrma_atomic_args *a,
 {
 	bool cswap = a->op == FI_CSWAP;
 
-	return (struct nrma_wr) {
+	return (struct nrma_wr){
 		.op = cswap ? NRMA_WR_CMP_SWAP : NRMA_WR_FETCH_ADD,
 		.sge = result,
 		.sge_count = 1,
 		.raddr = a->addr,
 		.rkey = nrma_mr_key_rkey(a->key),
-		.add = cswap ? a->compare :
-		       a->op == FI_ATOMIC_READ ? 0 : a->operand,
+		.add = cswap		       ? a->compare :
+		       a->op == FI_ATOMIC_READ ? 0 :
+						 a->operand,
 		.swap = a->operand,
 		.fence = a->flags & FI_FENCE,
 	};
@@ -153,15 +156,15 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		    nrma_tx_comp_flags(ep, fetch ? a->flags & ~FI_INJECT :
 						   a->flags);
 	if (fetch) {
-		op->iov[0] = (struct iovec) { .iov_base = a->result,
-					      .iov_len = len };
+		op->iov[0] =
+			(struct iovec){ .iov_base = a->result, .iov_len = len };
 		op->iov_count = 1;
 		result = nrma_tx_buf_sge(x, op, len);
 	}
 	wr[0] = atomic_wr(a, fetch ? &result : &scratch);
-	ret = nrma_op_post(x, op, wr, 1 + nrma_notify_wrs(conn, a->key, fetch,
-							  true, &scratch,
-							  wr + 1));
+	ret = nrma_op_post(x, op, wr,
+			   1 + nrma_notify_wrs(conn, a->key, fetch, true,
+					       &scratch, wr + 1));
 	if (ret) {
 		nrma_op_free(x, op);
 		return ret;
@@ -178,20 +181,23 @@ static bool atomic_one_element(const struct fi_ioc *ioc, size_t count)
 
 static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 			     const struct fi_msg_atomic *msg,
-			     const struct fi_ioc *comparev, size_t compare_count,
-			     struct fi_ioc *resultv, size_t result_count,
-			     uint64_t flags)
+			     const struct fi_ioc *comparev,
+			     size_t compare_count, struct fi_ioc *resultv,
+			     size_t result_count, uint64_t flags)
 {
 	struct nrma_ep *ep = nrma_ep_of(ep_fid);
 	struct nrma_atomic_args a = {
-		.kind = kind, .op = msg->op, .dest = msg->addr,
-		.flags = flags, .context = msg->context,
+		.kind = kind,
+		.op = msg->op,
+		.dest = msg->addr,
+		.flags = flags,
+		.context = msg->context,
 	};
 	int ret = atomic_valid(msg->datatype, msg->op, kind, NULL);
 
 	if (ret)
 		return ret;
-	if (flags & FI_TAGGED)	/* no atomics into tagged receive buffers */
+	if (flags & FI_TAGGED) /* no atomics into tagged receive buffers */
 		return -FI_EOPNOTSUPP;
 	if (msg->rma_iov_count != 1 || !msg->rma_iov ||
 	    msg->rma_iov[0].count != 1 ||
@@ -199,7 +205,8 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 	     !atomic_one_element(msg->msg_iov, msg->iov_count)) ||
 	    (kind == NRMA_ATOMIC_COMPARE &&
 	     !atomic_one_element(comparev, compare_count)) ||
-	    (kind != NRMA_ATOMIC_BASE && !atomic_one_element(resultv, result_count)))
+	    (kind != NRMA_ATOMIC_BASE &&
+	     !atomic_one_element(resultv, result_count)))
 		return -FI_EINVAL;
 	a.addr = msg->rma_iov[0].addr;
 	a.key = msg->rma_iov[0].key;
@@ -228,11 +235,17 @@ static struct fi_msg_atomic *atomic_req(struct atomic_req *r,
 					enum fi_datatype datatype,
 					enum fi_op op, void *context)
 {
-	r->rma = (struct fi_rma_ioc) { .addr = addr, .count = 1, .key = key };
-	r->msg = (struct fi_msg_atomic) {
-		.msg_iov = iov, .desc = desc, .iov_count = count,
-		.addr = dest, .rma_iov = &r->rma, .rma_iov_count = 1,
-		.datatype = datatype, .op = op, .context = context,
+	r->rma = (struct fi_rma_ioc){ .addr = addr, .count = 1, .key = key };
+	r->msg = (struct fi_msg_atomic){
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = count,
+		.addr = dest,
+		.rma_iov = &r->rma,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+		.context = context,
 	};
 	return &r->msg;
 }
@@ -258,9 +271,9 @@ static ssize_t nrma_atomic_writev(struct fid_ep *ep_fid,
 {
 	struct atomic_req r;
 
-	return nrma_atomic_writemsg(ep_fid, atomic_req(&r, iov, desc, count,
-						       dest, addr, key,
-						       datatype, op, context),
+	return nrma_atomic_writemsg(ep_fid,
+				    atomic_req(&r, iov, desc, count, dest, addr,
+					       key, datatype, op, context),
 				    atomic_op_flags(ep_fid));
 }
 
@@ -284,9 +297,10 @@ static ssize_t nrma_atomic_inject(struct fid_ep *ep_fid, const void *buf,
 	struct fi_ioc iov = { .addr = (void *) buf, .count = count };
 	struct atomic_req r;
 
-	return nrma_atomic_writemsg(ep_fid, atomic_req(&r, &iov, NULL, 1, dest,
-						       addr, key, datatype, op,
-						       NULL), FI_INJECT);
+	return nrma_atomic_writemsg(ep_fid,
+				    atomic_req(&r, &iov, NULL, 1, dest, addr,
+					       key, datatype, op, NULL),
+				    FI_INJECT);
 }
 
 static ssize_t nrma_atomic_readwritemsg(struct fid_ep *ep_fid,
@@ -310,12 +324,11 @@ static ssize_t nrma_atomic_readwritev(struct fid_ep *ep_fid,
 {
 	struct atomic_req r;
 
-	return nrma_atomic_readwritemsg(ep_fid, atomic_req(&r, iov, desc, count,
-							   dest, addr, key,
-							   datatype, op,
-							   context),
-					resultv, result_desc, result_count,
-					atomic_op_flags(ep_fid));
+	return nrma_atomic_readwritemsg(
+		ep_fid,
+		atomic_req(&r, iov, desc, count, dest, addr, key, datatype, op,
+			   context),
+		resultv, result_desc, result_count, atomic_op_flags(ep_fid));
 }
 
 static ssize_t nrma_atomic_readwrite(struct fid_ep *ep_fid, const void *buf,
@@ -333,14 +346,11 @@ static ssize_t nrma_atomic_readwrite(struct fid_ep *ep_fid, const void *buf,
 				      datatype, op, context);
 }
 
-static ssize_t nrma_atomic_compwritemsg(struct fid_ep *ep_fid,
-					const struct fi_msg_atomic *msg,
-					const struct fi_ioc *comparev,
-					void **compare_desc,
-					size_t compare_count,
-					struct fi_ioc *resultv,
-					void **result_desc, size_t result_count,
-					uint64_t flags)
+static ssize_t nrma_atomic_compwritemsg(
+	struct fid_ep *ep_fid, const struct fi_msg_atomic *msg,
+	const struct fi_ioc *comparev, void **compare_desc,
+	size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+	size_t result_count, uint64_t flags)
 {
 	(void) compare_desc;
 	(void) result_desc;
@@ -348,27 +358,21 @@ static ssize_t nrma_atomic_compwritemsg(struct fid_ep *ep_fid,
 			     compare_count, resultv, result_count, flags);
 }
 
-static ssize_t nrma_atomic_compwritev(struct fid_ep *ep_fid,
-				      const struct fi_ioc *iov, void **desc,
-				      size_t count,
-				      const struct fi_ioc *comparev,
-				      void **compare_desc,
-				      size_t compare_count,
-				      struct fi_ioc *resultv,
-				      void **result_desc, size_t result_count,
-				      fi_addr_t dest, uint64_t addr,
-				      uint64_t key, enum fi_datatype datatype,
-				      enum fi_op op, void *context)
+static ssize_t nrma_atomic_compwritev(
+	struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
+	size_t count, const struct fi_ioc *comparev, void **compare_desc,
+	size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+	size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
+	enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	struct atomic_req r;
 
-	return nrma_atomic_compwritemsg(ep_fid, atomic_req(&r, iov, desc, count,
-							   dest, addr, key,
-							   datatype, op,
-							   context),
-					comparev, compare_desc, compare_count,
-					resultv, result_desc, result_count,
-					atomic_op_flags(ep_fid));
+	return nrma_atomic_compwritemsg(
+		ep_fid,
+		atomic_req(&r, iov, desc, count, dest, addr, key, datatype, op,
+			   context),
+		comparev, compare_desc, compare_count, resultv, result_desc,
+		result_count, atomic_op_flags(ep_fid));
 }
 
 static ssize_t nrma_atomic_compwrite(struct fid_ep *ep_fid, const void *buf,

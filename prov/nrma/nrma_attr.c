@@ -14,32 +14,32 @@
 #include "nrma_proto.h"
 
 /* What works today; later features add their bits here. */
-#define NRMA_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define NRMA_TX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | \
-				 FI_SEND | FI_READ | FI_WRITE | FI_FENCE)
-#define NRMA_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | \
-				 FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | \
-				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV | \
-				 FI_DIRECTED_RECV)
+#define NRMA_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define NRMA_TX_CAPS                                                   \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | \
+	 FI_WRITE | FI_FENCE)
+#define NRMA_RX_CAPS                                                          \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | \
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |         \
+	 FI_DIRECTED_RECV)
 /* RC executes an endpoint's requests in order at the target. */
-#define NRMA_MSG_ORDER		(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | \
-				 FI_ORDER_SAW)
-#define NRMA_CAPS		(NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
+#define NRMA_MSG_ORDER \
+	(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
+#define NRMA_CAPS (NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
 
 /* Registrations are addressed by virtual address with provider keys. */
-#define NRMA_MR_BASIC_MAP	(FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | \
-				 FI_MR_PROV_KEY)
-#define NRMA_RMA_TARGET_CAPS	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
-				 FI_REMOTE_WRITE)
+#define NRMA_MR_BASIC_MAP (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define NRMA_RMA_TARGET_CAPS \
+	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* What goes when an application's mr_mode rules RMA out. */
-#define NRMA_RMA_CAPS		(FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_READ | \
-				 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
-				 FI_FENCE)
+#define NRMA_RMA_CAPS                                             \
+	(FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_READ | FI_WRITE | \
+	 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_FENCE)
 
-#define NRMA_TAG_GENERIC	0xAAAAAAAAAAAAAAAAULL
+#define NRMA_TAG_GENERIC 0xAAAAAAAAAAAAAAAAULL
 
-#define NRMA_MR_KEY_SIZE	sizeof(uint64_t)
-#define NRMA_CQ_DATA_SIZE	sizeof(uint32_t)	/* verbs immediate data */
+#define NRMA_MR_KEY_SIZE  sizeof(uint64_t)
+#define NRMA_CQ_DATA_SIZE sizeof(uint32_t) /* verbs immediate data */
 
 static size_t min_size(size_t a, size_t b)
 {
@@ -82,7 +82,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->tx_attr->inject_size = nrma_params.eager_size;
 	info->tx_attr->size = min_size(nrma_params.tx_size, lim->max_qp_wr);
 	info->tx_attr->iov_limit = min_size(NRMA_IOV_LIMIT, lim->max_sge);
-	info->tx_attr->rma_iov_limit = 1;	/* one remote address per WR */
+	info->tx_attr->rma_iov_limit = 1; /* one remote address per WR */
 
 	info->rx_attr->caps = NRMA_RX_CAPS;
 	info->rx_attr->msg_order = NRMA_MSG_ORDER;
@@ -118,7 +118,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->domain_attr->max_ep_tx_ctx = 1;
 	info->domain_attr->max_ep_rx_ctx = 1;
 	info->domain_attr->cntr_cnt = nrma_params.cntr_max;
-	info->domain_attr->mr_iov_limit = 1;	/* a verbs MR is contiguous */
+	info->domain_attr->mr_iov_limit = 1; /* a verbs MR is contiguous */
 	info->domain_attr->mr_cnt = lim->max_mr;
 }
 
@@ -197,7 +197,8 @@ static bool domain_unmet(uint32_t version, const struct fi_domain_attr *prov,
 			 const struct fi_domain_attr *want, uint64_t caps)
 {
 	return name_differs(want->name, prov->name) ||
-	       progress_differs(want->control_progress, prov->control_progress) ||
+	       progress_differs(want->control_progress,
+				prov->control_progress) ||
 	       progress_differs(want->data_progress, prov->data_progress) ||
 	       (want->av_type != FI_AV_UNSPEC && want->av_type != FI_AV_MAP &&
 		want->av_type != FI_AV_TABLE) ||
@@ -221,7 +222,8 @@ static bool domain_unmet(uint32_t version, const struct fi_domain_attr *prov,
 	       mode_unmet(prov->mode, want->mode);
 }
 
-static bool ep_unmet(const struct fi_ep_attr *prov, const struct fi_ep_attr *want)
+static bool ep_unmet(const struct fi_ep_attr *prov,
+		     const struct fi_ep_attr *want)
 {
 	return (want->type != FI_EP_UNSPEC && want->type != prov->type) ||
 	       (want->protocol != FI_PROTO_UNSPEC &&
@@ -236,7 +238,8 @@ static bool ep_unmet(const struct fi_ep_attr *prov, const struct fi_ep_attr *wan
 	       exceeds(want->auth_key_size, 0);
 }
 
-static bool tx_unmet(const struct fi_tx_attr *prov, const struct fi_tx_attr *want)
+static bool tx_unmet(const struct fi_tx_attr *prov,
+		     const struct fi_tx_attr *want)
 {
 	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
 	       mode_unmet(prov->mode, want->mode) ||
@@ -248,7 +251,8 @@ static bool tx_unmet(const struct fi_tx_attr *prov, const struct fi_tx_attr *wan
 	       exceeds(want->rma_iov_limit, prov->rma_iov_limit);
 }
 
-static bool rx_unmet(const struct fi_rx_attr *prov, const struct fi_rx_attr *want)
+static bool rx_unmet(const struct fi_rx_attr *prov,
+		     const struct fi_rx_attr *want)
 {
 	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
 	       mode_unmet(prov->mode, want->mode) ||
@@ -258,8 +262,9 @@ static bool rx_unmet(const struct fi_rx_attr *prov, const struct fi_rx_attr *wan
 	       exceeds(want->iov_limit, prov->iov_limit);
 }
 
-#define NRMA_CAP_MODIFIERS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
-				 FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define NRMA_CAP_MODIFIERS                                         \
+	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | \
+	 FI_REMOTE_WRITE)
 
 /* A context may not ask for more than the endpoint as a whole. */
 static bool context_caps_exceed(const struct fi_info *hints)
@@ -354,15 +359,15 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 	}
 	if (hints->tx_attr) {
 		info->tx_attr->op_flags = hints->tx_attr->op_flags;
-		info->tx_attr->size = hinted(hints->tx_attr->size,
-					     info->tx_attr->size);
+		info->tx_attr->size =
+			hinted(hints->tx_attr->size, info->tx_attr->size);
 		info->tx_attr->iov_limit = hinted(hints->tx_attr->iov_limit,
 						  info->tx_attr->iov_limit);
 	}
 	if (hints->rx_attr) {
 		info->rx_attr->op_flags = hints->rx_attr->op_flags;
-		info->rx_attr->size = hinted(hints->rx_attr->size,
-					     info->rx_attr->size);
+		info->rx_attr->size =
+			hinted(hints->rx_attr->size, info->rx_attr->size);
 		info->rx_attr->iov_limit = hinted(hints->rx_attr->iov_limit,
 						  info->rx_attr->iov_limit);
 	}
@@ -398,7 +403,8 @@ static int copy_hint_addr(const void *addr, size_t len, uint32_t format,
 			  struct sockaddr_in *sin)
 {
 	if ((format != FI_SOCKADDR && format != FI_SOCKADDR_IN) ||
-	    len < sizeof(*sin) || ((const struct sockaddr *) addr)->sa_family != AF_INET)
+	    len < sizeof(*sin) ||
+	    ((const struct sockaddr *) addr)->sa_family != AF_INET)
 		return -FI_ENODATA;
 	memcpy(sin, addr, sizeof(*sin));
 	return 0;
@@ -461,7 +467,8 @@ static int set_info_addrs(struct fi_info *info, const struct nrma_device *dev,
 	src.sin_port = req->has_src ? req->src.sin_port : 0;
 	ret = set_addr(&info->src_addr, &info->src_addrlen, &src);
 	if (!ret && req->has_dest)
-		ret = set_addr(&info->dest_addr, &info->dest_addrlen, &req->dest);
+		ret = set_addr(&info->dest_addr, &info->dest_addrlen,
+			       &req->dest);
 	return ret;
 }
 
@@ -512,7 +519,8 @@ int nrma_getinfo(uint32_t version, const char *node, const char *service,
 		tail = &(*tail)->next;
 	}
 	*info = head;
-	if (!head && hints && fi_log_enabled(&nrma_prov, FI_LOG_DEBUG, FI_LOG_CORE))
+	if (!head && hints &&
+	    fi_log_enabled(&nrma_prov, FI_LOG_DEBUG, FI_LOG_CORE))
 		NRMA_DBG(FI_LOG_CORE, "no device matches these hints:\n%s",
 			 fi_tostr(hints, FI_TYPE_INFO));
 	return head ? 0 : -FI_ENODATA;

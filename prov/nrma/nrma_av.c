@@ -46,7 +46,8 @@ static int av_insert_sockaddrs(struct nrma_av *av,
 			       fi_addr_t *fi_addr, uint64_t flags,
 			       void *context)
 {
-	struct fi_eq_entry done = { .fid = &av->av_fid.fid, .context = context };
+	struct fi_eq_entry done = { .fid = &av->av_fid.fid,
+				    .context = context };
 	size_t inserted = 0;
 
 	if (flags & ~(FI_MORE | FI_SYNC_ERR))
@@ -72,8 +73,8 @@ static int nrma_av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 {
 	if (!addr && count)
 		return -FI_EINVAL;
-	return av_insert_sockaddrs(nrma_av_of(av_fid), addr, count, fi_addr, flags,
-				   context);
+	return av_insert_sockaddrs(nrma_av_of(av_fid), addr, count, fi_addr,
+				   flags, context);
 }
 
 static int resolve_node(const char *node, const char *service,
@@ -242,9 +243,9 @@ static int av_attr_check(const struct fi_av_attr *attr)
 	if (attr->flags & ~(FI_EVENT | FI_SYMMETRIC))
 		return -FI_EBADFLAGS;
 	if (attr->name || attr->map_addr)
-		return -FI_ENOSYS;	/* no shared, named AVs */
+		return -FI_ENOSYS; /* no shared, named AVs */
 	if (attr->rx_ctx_bits)
-		return -FI_EINVAL;	/* no scalable endpoints */
+		return -FI_EINVAL; /* no scalable endpoints */
 	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP &&
 	    attr->type != FI_AV_TABLE)
 		return -FI_EINVAL;
@@ -271,8 +272,9 @@ int nrma_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 	if (!av)
 		return -FI_ENOMEM;
 	nrma_addr_table_init(&av->table);
-	av->type = attr->type != FI_AV_UNSPEC ? attr->type :
-		   domain_type != FI_AV_UNSPEC ? domain_type : FI_AV_TABLE;
+	av->type = attr->type != FI_AV_UNSPEC  ? attr->type :
+		   domain_type != FI_AV_UNSPEC ? domain_type :
+						 FI_AV_TABLE;
 	av->flags = attr->flags;
 	av->domain = domain;
 	av->av_fid.fid.fclass = FI_CLASS_AV;

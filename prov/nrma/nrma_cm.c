@@ -25,15 +25,15 @@
 #include "nrma_proto.h"
 #include "nrma_verbs.h"
 
-#define NRMA_CM_TIMEOUT_MS	2000
+#define NRMA_CM_TIMEOUT_MS	 2000
 /* A peer that refuses us may not be listening yet: keep trying this long. */
-#define NRMA_CONNECT_PATIENCE_MS	10000
+#define NRMA_CONNECT_PATIENCE_MS 10000
 
 struct nrma_cm {
-	struct rdma_event_channel *channel;	/* listener's and connections' */
+	struct rdma_event_channel *channel; /* listener's and connections' */
 	struct rdma_cm_id *listen_id;
 	struct nrma_conn_table table;
-	struct nrma_cm_attr attr;		/* set by nrma_cm_listen */
+	struct nrma_cm_attr attr; /* set by nrma_cm_listen */
 };
 
 static int cm_bind(struct nrma_cm *cm, const struct sockaddr_in *addr)
@@ -130,11 +130,11 @@ static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
 static struct rdma_conn_param cm_conn_param(const struct nrma_cm *cm,
 					    const struct nrma_cm_data *data)
 {
-	return (struct rdma_conn_param) {
+	return (struct rdma_conn_param){
 		.private_data = data,
 		.private_data_len = sizeof(*data),
-		.responder_resources = cm->attr.rdma_depth,
-		.initiator_depth = cm->attr.rdma_depth,
+		.responder_resources = cm->attr.rd_atomic_depth,
+		.initiator_depth = cm->attr.rd_atomic_depth,
 		.retry_count = 7,
 		/* A receiver out of buffers slows senders down, forever. */
 		.rnr_retry_count = 7,
@@ -298,7 +298,7 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 	if (conn)
 		return -FI_EAGAIN;
 	conn = nrma_conn_table_by_name(&cm->table, peer);
-	if (conn) {		/* accepted before we knew its fi_addr_t */
+	if (conn) { /* accepted before we knew its fi_addr_t */
 		ret = nrma_conn_table_map(&cm->table, conn, fi_addr);
 		return ret ? ret : nrma_conn_get(cm, fi_addr, peer, connp);
 	}
@@ -364,16 +364,17 @@ static void cm_reject(struct nrma_cm *cm, struct rdma_cm_id *id,
 /* What to destroy once an event is acknowledged. */
 enum nrma_cm_cleanup {
 	NRMA_CM_KEEP,
-	NRMA_CM_DESTROY_ID,	/* a request we rejected */
-	NRMA_CM_DESTROY_CONN,	/* a connection nobody will use */
+	NRMA_CM_DESTROY_ID,   /* a request we rejected */
+	NRMA_CM_DESTROY_CONN, /* a connection nobody will use */
 };
 
 /* A lost race or a restarted peer: the new connection takes the old's place. */
 static void cm_replace(struct nrma_conn *conn, struct nrma_conn *existing)
 {
-	NRMA_INFO(FI_LOG_EP_CTRL, "%s:%u connects again: replacing our %s "
-		  "connection\n", inet_ntoa(conn->peer.sin_addr),
-		  ntohs(conn->peer.sin_port),
+	NRMA_INFO(FI_LOG_EP_CTRL,
+		  "%s:%u connects again: replacing our %s "
+		  "connection\n",
+		  inet_ntoa(conn->peer.sin_addr), ntohs(conn->peer.sin_port),
 		  existing->outgoing ? "outgoing" : "incoming");
 	conn->fi_addr = existing->fi_addr;
 	nrma_conn_fail(existing, -FI_ECONNABORTED);
@@ -397,7 +398,8 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 	}
 	/* An endpoint sending to itself: its outgoing end stays for sends. */
 	self = !nrma_addr_cmp(&req->name, &cm->attr.name);
-	existing = self ? NULL : nrma_conn_table_by_name(&cm->table, &req->name);
+	existing = self ? NULL :
+			  nrma_conn_table_by_name(&cm->table, &req->name);
 	if (!nrma_conn_request_wins(&cm->attr.name, existing)) {
 		cm_reject(cm, ev->id, NRMA_REJECT_COLLISION);
 		return NRMA_CM_DESTROY_ID;
@@ -443,7 +445,7 @@ static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 	if (data && nrma_cm_data_reason(data) == NRMA_REJECT_COLLISION)
 		return NRMA_CM_DESTROY_CONN;
 	if (!data && now_ms() - conn->started < NRMA_CONNECT_PATIENCE_MS) {
-		conn->state = NRMA_CONN_FAILED;	/* nobody listening, yet */
+		conn->state = NRMA_CONN_FAILED; /* nobody listening, yet */
 		conn->error = -FI_EAGAIN;
 		return NRMA_CM_KEEP;
 	}

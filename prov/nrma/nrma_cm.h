@@ -35,29 +35,29 @@ enum nrma_conn_state {
 };
 
 struct nrma_conn {
-	struct nrma_dlist link;		/* nrma_conn_table.conns */
+	struct nrma_dlist link; /* nrma_conn_table.conns */
 	struct nrma_cm *cm;
 	struct rdma_cm_id *id;
 	struct nrma_verbs_qp *qp;
 	enum nrma_conn_state state;
-	int error;			/* why it failed */
+	int error; /* why it failed */
 	bool outgoing;
-	bool established;		/* it was up once */
-	bool loopback;			/* our own request: we receive on it */
-	struct sockaddr_in peer;	/* the peer endpoint's name */
-	fi_addr_t fi_addr;		/* FI_ADDR_NOTAVAIL until known */
+	bool established;	 /* it was up once */
+	bool loopback;		 /* our own request: we receive on it */
+	struct sockaddr_in peer; /* the peer endpoint's name */
+	fi_addr_t fi_addr;	 /* FI_ADDR_NOTAVAIL until known */
 	uint32_t qp_num;
-	size_t sq_free;			/* send queue slots not in use */
-	uint32_t notify_rkey;		/* the peer endpoint's cell, 0: none */
-	int64_t started;		/* ms: first attempt to reach the peer */
+	size_t sq_free;	      /* send queue slots not in use */
+	uint32_t notify_rkey; /* the peer endpoint's cell, 0: none */
+	int64_t started;      /* ms: first attempt to reach the peer */
 };
 
 /* An endpoint's connections (nrma_conn.c); no rdmacm in it. */
 struct nrma_conn_table {
-	struct nrma_dlist conns;	/* every struct nrma_conn */
-	struct nrma_conn **peers;	/* by fi_addr_t */
+	struct nrma_dlist conns;  /* every struct nrma_conn */
+	struct nrma_conn **peers; /* by fi_addr_t */
 	size_t npeers;
-	struct nrma_hash by_qp;		/* qp_num -> conn */
+	struct nrma_hash by_qp; /* qp_num -> conn */
 };
 
 void nrma_conn_table_init(struct nrma_conn_table *table);
@@ -99,11 +99,11 @@ struct nrma_cm_ops {
 struct nrma_cm_attr {
 	struct nrma_verbs_domain *vdom;
 	struct nrma_verbs_ep *vep;
-	size_t sq_depth;		/* send queue per connection */
+	size_t sq_depth; /* send queue per connection */
 	size_t max_sge;
-	size_t rdma_depth;		/* RDMA reads and atomics in flight */
-	struct sockaddr_in name;	/* the endpoint's, for private data */
-	uint32_t notify_rkey;		/* its notification cell, 0: none */
+	size_t rd_atomic_depth;	 /* RDMA reads and atomics in flight */
+	struct sockaddr_in name; /* the endpoint's, for private data */
+	uint32_t notify_rkey;	 /* its notification cell, 0: none */
 	const struct nrma_cm_ops *ops;
 	void *arg;
 };

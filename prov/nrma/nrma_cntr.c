@@ -52,8 +52,8 @@ static int cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
 	pthread_mutex_lock(&cntr->lock);
 	if (cntr->nwords == cntr->words_cap) {
 		size_t cap = cntr->words_cap ? 2 * cntr->words_cap : 2;
-		volatile uint64_t **words = realloc(cntr->words,
-						    cap * sizeof(*words));
+		volatile uint64_t **words =
+			realloc(cntr->words, cap * sizeof(*words));
 
 		if (words) {
 			cntr->words = words;
@@ -103,14 +103,17 @@ int nrma_remote_cntrs_bind(struct nrma_remote_cntrs *remote,
 			return ret;
 	}
 	if (write)
-		ret = cntr_watch(cntr, nrma_notify_cell_word(remote->cell,
-							     NRMA_NOTIFY_WRITES));
+		ret = cntr_watch(cntr,
+				 nrma_notify_cell_word(remote->cell,
+						       NRMA_NOTIFY_WRITES));
 	if (!ret && read) {
-		ret = cntr_watch(cntr, nrma_notify_cell_word(remote->cell,
-							     NRMA_NOTIFY_READS));
+		ret = cntr_watch(
+			cntr,
+			nrma_notify_cell_word(remote->cell, NRMA_NOTIFY_READS));
 		if (ret && write)
-			cntr_unwatch(cntr, nrma_notify_cell_word(
-					     remote->cell, NRMA_NOTIFY_WRITES));
+			cntr_unwatch(cntr,
+				     nrma_notify_cell_word(remote->cell,
+							   NRMA_NOTIFY_WRITES));
 	}
 	if (ret)
 		return ret;
@@ -252,9 +255,9 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			return -FI_EAVAIL;
 		if (nrma_ep_set_arm(&cntr->eps))
 			continue;
-		ret = nrma_wait_block(&cntr->wait,
-				      sleep_bound(cntr, nrma_timeout_left(&start,
-									timeout)));
+		ret = nrma_wait_block(
+			&cntr->wait,
+			sleep_bound(cntr, nrma_timeout_left(&start, timeout)));
 		if (ret && ret != -FI_ETIMEDOUT)
 			return ret;
 	}

@@ -18,11 +18,13 @@ static void comp_cq_write(struct nrma_cq *cq, const struct nrma_comp *comp)
 	if (!slot && !nrma_ring_grow(&cq->comps))
 		slot = nrma_ring_push(&cq->comps);
 	if (slot)
-		*slot = (struct nrma_cq_entry) {
+		*slot = (struct nrma_cq_entry){
 			.comp = { .op_context = comp->context,
 				  .flags = comp->flags & ~FI_COMPLETION,
-				  .len = comp->len, .buf = comp->buf,
-				  .data = comp->data, .tag = comp->tag },
+				  .len = comp->len,
+				  .buf = comp->buf,
+				  .data = comp->data,
+				  .tag = comp->tag },
 			.src_addr = comp->src,
 		};
 	else
@@ -39,7 +41,7 @@ static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 		NRMA_WARN(FI_LOG_CQ, "out of memory: error completion lost\n");
 		return;
 	}
-	entry->err = (struct fi_cq_err_entry) {
+	entry->err = (struct fi_cq_err_entry){
 		.op_context = comp->context,
 		.flags = comp->flags & ~FI_COMPLETION,
 		.len = comp->len,

@@ -12,15 +12,15 @@
 /* What one completion says; err 0 for success. */
 struct nrma_comp {
 	void *context;
-	uint64_t flags;		/* its flags; FI_COMPLETION: write an entry */
+	uint64_t flags; /* its flags; FI_COMPLETION: write an entry */
 	size_t len;
 	void *buf;
 	uint64_t data;
 	uint64_t tag;
-	size_t olen;		/* bytes that did not fit */
+	size_t olen; /* bytes that did not fit */
 	fi_addr_t src;
-	int err;		/* positive libfabric error */
-	int prov_errno;		/* an ibv_wc_status */
+	int err;	/* positive libfabric error */
+	int prov_errno; /* a verbs completion status */
 };
 
 /* An operation the endpoint initiated: its entry, and a bump of its

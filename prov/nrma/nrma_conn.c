@@ -94,7 +94,7 @@ struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
 {
 	struct nrma_dlist *item;
 
-	nrma_dlist_foreach(&table->conns, item) {
+	nrma_dlist_foreach (&table->conns, item) {
 		struct nrma_conn *conn =
 			nrma_container_of(item, struct nrma_conn, link);
 

@@ -13,7 +13,7 @@
 #include "nrma_enosys.h"
 #include "nrma_verbs.h"
 
-#define NRMA_CQ_MAX_SIZE	(1u << 20)
+#define NRMA_CQ_MAX_SIZE (1u << 20)
 
 static size_t cq_format_size(enum fi_cq_format format)
 {
@@ -36,7 +36,7 @@ static size_t cq_format_size(enum fi_cq_format format)
  * cq_format_size() bytes of the stored entry yields any of them.
  */
 static void cq_copy_entry(const struct nrma_cq *cq, void *dst,
-		       const struct nrma_cq_entry *entry)
+			  const struct nrma_cq_entry *entry)
 {
 	memcpy(dst, &entry->comp, cq_format_size(cq->format));
 }
@@ -105,9 +105,9 @@ static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
 	pthread_mutex_unlock(&cq->lock);
 
 	err = nrma_container_of(item, struct nrma_cq_err, link);
-	size = nrma_err_entry_size(cq->domain->fabric->api_version,
-				   sizeof(*buf),
-				   offsetof(struct fi_cq_err_entry, err_data_size));
+	size = nrma_err_entry_size(
+		cq->domain->fabric->api_version, sizeof(*buf),
+		offsetof(struct fi_cq_err_entry, err_data_size));
 	memcpy(buf, &err->err, size);
 	free(err);
 	return 1;
@@ -130,7 +130,7 @@ static ssize_t cq_sread_step(struct nrma_cq *cq, void *buf, size_t count,
 	if (cq_ready(cq)) {
 		ret = cq_read_locked(cq, buf, count, src_addr);
 	} else if (cq->signaled) {
-		cq->signaled = false;	/* fi_cq_signal wakes one sread */
+		cq->signaled = false; /* fi_cq_signal wakes one sread */
 		nrma_wait_drain(&cq->wait);
 		*woken = true;
 	}
@@ -138,9 +138,9 @@ static ssize_t cq_sread_step(struct nrma_cq *cq, void *buf, size_t count,
 	return ret;
 }
 
-static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
-				 size_t count, fi_addr_t *src_addr,
-				 const void *cond, int timeout)
+static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+				 fi_addr_t *src_addr, const void *cond,
+				 int timeout)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
 	struct timespec start;
@@ -281,7 +281,8 @@ static int cq_attr_check(const struct fi_cq_attr *attr)
 		return -FI_EBADFLAGS;
 	if ((attr->flags & FI_AFFINITY) || attr->wait_set)
 		return -FI_ENOSYS;
-	if (attr->format != FI_CQ_FORMAT_UNSPEC && !cq_format_size(attr->format))
+	if (attr->format != FI_CQ_FORMAT_UNSPEC &&
+	    !cq_format_size(attr->format))
 		return -FI_EINVAL;
 	if (attr->wait_cond != FI_CQ_COND_NONE &&
 	    attr->wait_cond != FI_CQ_COND_THRESHOLD)
@@ -306,8 +307,9 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -FI_ENOMEM;
-	ret = nrma_ring_init(&cq->comps, attr->size ? attr->size :
-			     nrma_params.cq_size, sizeof(struct nrma_cq_entry));
+	ret = nrma_ring_init(&cq->comps,
+			     attr->size ? attr->size : nrma_params.cq_size,
+			     sizeof(struct nrma_cq_entry));
 	if (ret)
 		goto err_free;
 	ret = nrma_wait_open(&cq->wait, attr->wait_obj);
@@ -317,7 +319,8 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 	nrma_dlist_init(&cq->errors);
 	nrma_ep_set_init(&cq->eps);
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
-		     FI_CQ_FORMAT_CONTEXT : attr->format;
+			     FI_CQ_FORMAT_CONTEXT :
+			     attr->format;
 	cq->wait_cond = attr->wait_cond;
 	cq->threshold = 1;
 	cq->domain = domain;

@@ -17,10 +17,11 @@
 #include "nrma_verbs.h"
 
 /* RDMA reads and atomics a connection has in flight, at most. */
-#define NRMA_RDMA_DEPTH		16
-#define NRMA_CQ_BIND_FLAGS	(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)
-#define NRMA_CNTR_BIND_FLAGS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
-				 FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define NRMA_RDMA_DEPTH	   16
+#define NRMA_CQ_BIND_FLAGS (FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)
+#define NRMA_CNTR_BIND_FLAGS                                       \
+	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | \
+	 FI_REMOTE_WRITE)
 
 static int ep_bind_cq(struct nrma_ep *ep, struct nrma_cq *cq, uint64_t flags)
 {
@@ -53,7 +54,8 @@ static int ep_bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
 	return 0;
 }
 
-static int ep_bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr, uint64_t flags)
+static int ep_bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr,
+			uint64_t flags)
 {
 	int ret = 0;
 
@@ -175,8 +177,10 @@ static int ep_enable_check(const struct nrma_ep *ep)
  */
 static int ep_join_sets(struct nrma_ep *ep)
 {
-	struct nrma_cntr *cntrs[] = { ep->send_cntr, ep->recv_cntr,
-				      ep->read_cntr, ep->write_cntr,
+	struct nrma_cntr *cntrs[] = { ep->send_cntr,
+				      ep->recv_cntr,
+				      ep->read_cntr,
+				      ep->write_cntr,
 				      ep->remote.cntr[NRMA_NOTIFY_WRITES],
 				      ep->remote.cntr[NRMA_NOTIFY_READS] };
 	int ret = 0;
@@ -197,12 +201,13 @@ static struct nrma_cm_attr ep_cm_attr(struct nrma_ep *ep)
 {
 	size_t depth = ep->domain->device->limits.max_qp_rd_atom;
 
-	return (struct nrma_cm_attr) {
+	return (struct nrma_cm_attr){
 		.vdom = ep->domain->verbs,
 		.vep = ep->verbs,
 		.sq_depth = nrma_params.qp_depth,
 		.max_sge = NRMA_IOV_LIMIT,
-		.rdma_depth = depth < NRMA_RDMA_DEPTH ? depth : NRMA_RDMA_DEPTH,
+		.rd_atomic_depth = depth < NRMA_RDMA_DEPTH ? depth :
+							     NRMA_RDMA_DEPTH,
 		.name = ep->name,
 		.notify_rkey = nrma_remote_cntrs_rkey(&ep->remote),
 		.ops = &nrma_progress_cm_ops,
@@ -243,8 +248,8 @@ static int nrma_ep_control(struct fid *fid, int command, void *arg)
 		if (!arg)
 			return -FI_EINVAL;
 		*(uint64_t *) arg = (*(uint64_t *) arg & FI_TRANSMIT) ?
-				    ep->info->tx_attr->op_flags :
-				    ep->info->rx_attr->op_flags;
+					    ep->info->tx_attr->op_flags :
+					    ep->info->rx_attr->op_flags;
 		return 0;
 	default:
 		return -FI_ENOSYS;
@@ -403,8 +408,8 @@ static int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 	return 0;
 }
 
-static int nrma_ep_setopt(fid_t fid, int level, int optname,
-			  const void *optval, size_t optlen)
+static int nrma_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+			  size_t optlen)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 
@@ -444,7 +449,7 @@ static int ep_info_check(const struct nrma_domain *domain,
 	return 0;
 }
 
-#define NRMA_DEFAULT_MIN_MULTI_RECV	4096
+#define NRMA_DEFAULT_MIN_MULTI_RECV 4096
 
 static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
 {

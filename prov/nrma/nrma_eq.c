@@ -41,7 +41,8 @@ static int eq_push(struct nrma_eq *eq, struct nrma_eq_event *ev)
 static struct nrma_eq_event *event_alloc(size_t len)
 {
 	size_t extra = len > sizeof(((struct nrma_eq_event *) 0)->u) ?
-		       len - sizeof(((struct nrma_eq_event *) 0)->u) : 0;
+			       len - sizeof(((struct nrma_eq_event *) 0)->u) :
+			       0;
 
 	return calloc(1, sizeof(struct nrma_eq_event) + extra);
 }
@@ -152,9 +153,10 @@ static ssize_t nrma_eq_readerr(struct fid_eq *eq_fid,
 		ev = nrma_container_of(eq->events.next, struct nrma_eq_event,
 				       link);
 		if (ev->is_error) {
-			ret = nrma_err_entry_size(eq->fabric->api_version,
-				sizeof(*buf),
-				offsetof(struct fi_eq_err_entry, err_data_size));
+			ret = nrma_err_entry_size(
+				eq->fabric->api_version, sizeof(*buf),
+				offsetof(struct fi_eq_err_entry,
+					 err_data_size));
 			memcpy(buf, &ev->u.err, ret);
 			eq_consume(eq, ev, flags);
 		}
@@ -163,8 +165,8 @@ static ssize_t nrma_eq_readerr(struct fid_eq *eq_fid,
 	return ret;
 }
 
-static ssize_t nrma_eq_sread(struct fid_eq *eq_fid, uint32_t *event,
-			     void *buf, size_t len, int timeout, uint64_t flags)
+static ssize_t nrma_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+			     size_t len, int timeout, uint64_t flags)
 {
 	struct nrma_eq *eq = nrma_eq_of(eq_fid);
 	struct timespec start;
@@ -251,7 +253,7 @@ static struct fi_ops_eq nrma_eq_ops = {
 	.strerror = nrma_eq_strerror,
 };
 
-#define NRMA_EQ_DEFAULT_SIZE	1024
+#define NRMA_EQ_DEFAULT_SIZE 1024
 
 int nrma_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
 		 struct fid_eq **eq_fid, void *context)

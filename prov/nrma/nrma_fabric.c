@@ -69,14 +69,15 @@ static bool fabric_known(const char *name)
 		const struct nrma_device *dev = &nrma_devices[i];
 
 		if (!nrma_fabric_name(&dev->addr, &dev->netmask, buf,
-				      sizeof(buf)) && !strcmp(buf, name))
+				      sizeof(buf)) &&
+		    !strcmp(buf, name))
 			return true;
 	}
 	return false;
 }
 
-int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,
-		     void *context)
+int nrma_fabric_open(struct fi_fabric_attr *attr,
+		     struct fid_fabric **fabric_fid, void *context)
 {
 	struct nrma_fabric *fabric;
 
@@ -86,7 +87,7 @@ int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid
 	if (!fabric)
 		return -FI_ENOMEM;
 	fabric->api_version = attr->api_version ? attr->api_version :
-			      NRMA_FI_VERSION;
+						  NRMA_FI_VERSION;
 	fabric->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	fabric->fabric_fid.fid.context = context;
 	fabric->fabric_fid.fid.ops = &nrma_fabric_fi_ops;

@@ -39,40 +39,52 @@ struct fi_provider nrma_prov = {
 
 static void nrma_define_params(void)
 {
-	fi_param_define(&nrma_prov, "device", FI_PARAM_STRING,
-			"Use only this verbs device (default: every usable one)");
-	fi_param_define(&nrma_prov, "tx_size", FI_PARAM_SIZE_T,
-			"Default transmit queue depth per endpoint (default: %zu)",
-			nrma_params.tx_size);
-	fi_param_define(&nrma_prov, "rx_size", FI_PARAM_SIZE_T,
-			"Default receive queue depth per endpoint (default: %zu)",
-			nrma_params.rx_size);
-	fi_param_define(&nrma_prov, "cq_size", FI_PARAM_SIZE_T,
-			"CQ size when fi_cq_open is given size 0 (default: %zu)",
-			nrma_params.cq_size);
-	fi_param_define(&nrma_prov, "cntr_max", FI_PARAM_SIZE_T,
-			"Counters a domain offers (domain_attr cntr_cnt, default: %zu)",
-			nrma_params.cntr_max);
-	fi_param_define(&nrma_prov, "notify_cells", FI_PARAM_SIZE_T,
-			"Notification cells a domain offers: one per endpoint or MR with remote-event counters bound, a pinned page each (default: %zu)",
-			nrma_params.notify_cells);
-	fi_param_define(&nrma_prov, "wait_spin_us", FI_PARAM_INT,
-			"Microseconds a blocking wait polls before it sleeps (default: %d)",
-			nrma_params.wait_spin_us);
-	fi_param_define(&nrma_prov, "eager_size", FI_PARAM_SIZE_T,
-			"Largest message sent by copy; larger ones are read by the receiver (default: %zu)",
-			nrma_params.eager_size);
-	fi_param_define(&nrma_prov, "unexp_max", FI_PARAM_SIZE_T,
-			"Unexpected messages an endpoint holds before senders are slowed down (default: %zu)",
-			nrma_params.unexp_max);
-	fi_param_define(&nrma_prov, "qp_depth", FI_PARAM_SIZE_T,
-			"Send queue depth of the queue pair of each connected peer (default: %zu)",
-			nrma_params.qp_depth);
-	fi_param_define(&nrma_prov, "notify_fence", FI_PARAM_STRING,
-			"Which notification atomics wait for earlier reads and atomics: 'auto' (after RMA reads only, as ordering needs) or 'always' (default: auto)");
-	fi_param_define(&nrma_prov, "notify_wake_ms", FI_PARAM_INT,
-			"Longest sleep of fi_cntr_wait on a counter that remote atomics bump (default: %d)",
-			nrma_params.notify_wake_ms);
+	fi_param_define(
+		&nrma_prov, "device", FI_PARAM_STRING,
+		"Use only this verbs device (default: every usable one)");
+	fi_param_define(
+		&nrma_prov, "tx_size", FI_PARAM_SIZE_T,
+		"Default transmit queue depth per endpoint (default: %zu)",
+		nrma_params.tx_size);
+	fi_param_define(
+		&nrma_prov, "rx_size", FI_PARAM_SIZE_T,
+		"Default receive queue depth per endpoint (default: %zu)",
+		nrma_params.rx_size);
+	fi_param_define(
+		&nrma_prov, "cq_size", FI_PARAM_SIZE_T,
+		"CQ size when fi_cq_open is given size 0 (default: %zu)",
+		nrma_params.cq_size);
+	fi_param_define(
+		&nrma_prov, "cntr_max", FI_PARAM_SIZE_T,
+		"Counters a domain offers (domain_attr cntr_cnt, default: %zu)",
+		nrma_params.cntr_max);
+	fi_param_define(
+		&nrma_prov, "notify_cells", FI_PARAM_SIZE_T,
+		"Notification cells a domain offers: one per endpoint or MR with remote-event counters bound, a pinned page each (default: %zu)",
+		nrma_params.notify_cells);
+	fi_param_define(
+		&nrma_prov, "wait_spin_us", FI_PARAM_INT,
+		"Microseconds a blocking wait polls before it sleeps (default: %d)",
+		nrma_params.wait_spin_us);
+	fi_param_define(
+		&nrma_prov, "eager_size", FI_PARAM_SIZE_T,
+		"Largest message sent by copy; larger ones are read by the receiver (default: %zu)",
+		nrma_params.eager_size);
+	fi_param_define(
+		&nrma_prov, "unexp_max", FI_PARAM_SIZE_T,
+		"Unexpected messages an endpoint holds before senders are slowed down (default: %zu)",
+		nrma_params.unexp_max);
+	fi_param_define(
+		&nrma_prov, "qp_depth", FI_PARAM_SIZE_T,
+		"Send queue depth of the queue pair of each connected peer (default: %zu)",
+		nrma_params.qp_depth);
+	fi_param_define(
+		&nrma_prov, "notify_fence", FI_PARAM_STRING,
+		"Which notification atomics wait for earlier reads and atomics: 'auto' (after RMA reads only, as ordering needs) or 'always' (default: auto)");
+	fi_param_define(
+		&nrma_prov, "notify_wake_ms", FI_PARAM_INT,
+		"Longest sleep of fi_cntr_wait on a counter that remote atomics bump (default: %d)",
+		nrma_params.notify_wake_ms);
 }
 
 static void nrma_read_params(void)
@@ -84,19 +96,22 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "rx_size", &nrma_params.rx_size);
 	fi_param_get_size_t(&nrma_prov, "cq_size", &nrma_params.cq_size);
 	fi_param_get_size_t(&nrma_prov, "cntr_max", &nrma_params.cntr_max);
-	fi_param_get_size_t(&nrma_prov, "notify_cells", &nrma_params.notify_cells);
+	fi_param_get_size_t(&nrma_prov, "notify_cells",
+			    &nrma_params.notify_cells);
 	fi_param_get_int(&nrma_prov, "wait_spin_us", &nrma_params.wait_spin_us);
 	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
 	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);
 	fi_param_get_size_t(&nrma_prov, "qp_depth", &nrma_params.qp_depth);
-	fi_param_get_int(&nrma_prov, "notify_wake_ms", &nrma_params.notify_wake_ms);
+	fi_param_get_int(&nrma_prov, "notify_wake_ms",
+			 &nrma_params.notify_wake_ms);
 	if (!fi_param_get_str(&nrma_prov, "notify_fence", &fence)) {
 		if (!strcmp(fence, "always"))
 			nrma_params.notify_fence_always = true;
 		else if (strcmp(fence, "auto"))
-			NRMA_WARN(FI_LOG_CORE,
-				  "FI_NRMA_NOTIFY_FENCE=%s: not auto or always, using auto\n",
-				  fence);
+			NRMA_WARN(
+				FI_LOG_CORE,
+				"FI_NRMA_NOTIFY_FENCE=%s: not auto or always, using auto\n",
+				fence);
 	}
 }
 

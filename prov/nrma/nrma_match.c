@@ -60,7 +60,8 @@ struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m)
 void nrma_rx_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx)
 {
 	if (rx->released && !rx->reads)
-		nrma_bufpool_put(&m->rx_entries, match_index(&m->rx_entries, rx));
+		nrma_bufpool_put(&m->rx_entries,
+				 match_index(&m->rx_entries, rx));
 }
 
 void nrma_match_post(struct nrma_match *m, struct nrma_rx_entry *rx)
@@ -84,7 +85,7 @@ struct nrma_rx_entry *nrma_match_posted(struct nrma_match *m, bool tagged,
 {
 	struct nrma_dlist *item;
 
-	nrma_dlist_foreach(&match_queue(m, tagged)->posted, item) {
+	nrma_dlist_foreach (&match_queue(m, tagged)->posted, item) {
 		struct nrma_rx_entry *rx =
 			nrma_container_of(item, struct nrma_rx_entry, link);
 
@@ -125,7 +126,7 @@ static struct nrma_rx_entry *match_cancel_in(struct nrma_dlist *posted,
 {
 	struct nrma_dlist *item;
 
-	nrma_dlist_foreach(posted, item) {
+	nrma_dlist_foreach (posted, item) {
 		struct nrma_rx_entry *rx =
 			nrma_container_of(item, struct nrma_rx_entry, link);
 
@@ -154,8 +155,11 @@ struct nrma_unexp *nrma_match_hold(struct nrma_match *m, bool tagged,
 	if (index < 0)
 		return NULL;
 	unexp = nrma_bufpool_buf(&m->unexp_entries, index);
-	*unexp = (struct nrma_unexp) {
-		.buf = buf, .len = len, .tag = tag, .peer = peer,
+	*unexp = (struct nrma_unexp){
+		.buf = buf,
+		.len = len,
+		.tag = tag,
+		.peer = peer,
 	};
 	nrma_dlist_insert_tail(&unexp->link, &match_queue(m, tagged)->unexp);
 	return unexp;
@@ -166,7 +170,8 @@ struct nrma_unexp *nrma_match_unexp(struct nrma_match *m,
 {
 	struct nrma_dlist *item;
 
-	nrma_dlist_foreach(&match_queue(m, rx->flags & FI_TAGGED)->unexp, item) {
+	nrma_dlist_foreach (&match_queue(m, rx->flags & FI_TAGGED)->unexp,
+			    item) {
 		struct nrma_unexp *unexp =
 			nrma_container_of(item, struct nrma_unexp, link);
 
@@ -179,7 +184,7 @@ struct nrma_unexp *nrma_match_unexp(struct nrma_match *m,
 void nrma_unexp_free(struct nrma_match *m, struct nrma_unexp *unexp)
 {
 	nrma_dlist_remove(&unexp->link);
-	unexp->claimed = false;		/* a stale context finds nothing */
+	unexp->claimed = false; /* a stale context finds nothing */
 	nrma_bufpool_put(&m->unexp_entries,
 			 match_index(&m->unexp_entries, unexp));
 }
@@ -194,7 +199,8 @@ void nrma_match_claim(struct nrma_unexp *unexp, void *context)
 /* The context is the application's: check that it names a claim. */
 struct nrma_unexp *nrma_match_claimed(struct nrma_match *m, void *context)
 {
-	uintptr_t unexp = (uintptr_t) ((struct fi_context *) context)->internal[0];
+	uintptr_t unexp =
+		(uintptr_t) ((struct fi_context *) context)->internal[0];
 	uintptr_t base = (uintptr_t) m->unexp_entries.mem;
 	size_t size = m->unexp_entries.buf_size;
 

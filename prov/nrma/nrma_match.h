@@ -22,33 +22,33 @@
 
 /* A posted receive; FI_MULTI_RECV ones take many messages. */
 struct nrma_rx_entry {
-	struct nrma_dlist link;		/* on its posted queue, until released */
+	struct nrma_dlist link; /* on its posted queue, until released */
 	struct iovec iov[NRMA_IOV_LIMIT];
 	void *desc[NRMA_IOV_LIMIT];
 	size_t count;
 	void *context;
-	uint64_t flags;			/* FI_TAGGED, FI_MULTI_RECV, FI_COMPLETION */
+	uint64_t flags; /* FI_TAGGED, FI_MULTI_RECV, FI_COMPLETION */
 	uint64_t tag;
 	uint64_t ignore;
-	fi_addr_t src;			/* FI_DIRECTED_RECV, else FI_ADDR_UNSPEC */
-	size_t offset;			/* FI_MULTI_RECV: bytes used */
-	size_t reads;			/* rendezvous reads landing in it */
-	bool released;			/* off the posted queue */
+	fi_addr_t src; /* FI_DIRECTED_RECV, else FI_ADDR_UNSPEC */
+	size_t offset; /* FI_MULTI_RECV: bytes used */
+	size_t reads;  /* rendezvous reads landing in it */
+	bool released; /* off the posted queue */
 };
 
 /* A message that arrived before its receive, held in its buffer. */
 struct nrma_unexp {
 	struct nrma_dlist link;
-	uint32_t buf;			/* the receive buffer holding it */
-	uint32_t len;			/* bytes received */
+	uint32_t buf; /* the receive buffer holding it */
+	uint32_t len; /* bytes received */
 	uint64_t tag;
 	void *peer;
-	bool claimed;			/* FI_CLAIM: off the queue, awaited */
+	bool claimed; /* FI_CLAIM: off the queue, awaited */
 };
 
 struct nrma_match_queue {
-	struct nrma_dlist posted;	/* struct nrma_rx_entry */
-	struct nrma_dlist unexp;	/* struct nrma_unexp */
+	struct nrma_dlist posted; /* struct nrma_rx_entry */
+	struct nrma_dlist unexp;  /* struct nrma_unexp */
 };
 
 /* The fi_addr_t of a message's peer, for directed receives. */
@@ -57,8 +57,8 @@ typedef fi_addr_t (*nrma_peer_addr_fn)(void *arg, void *peer);
 struct nrma_match {
 	struct nrma_match_queue msg;
 	struct nrma_match_queue tagged;
-	struct nrma_bufpool rx_entries;		/* struct nrma_rx_entry */
-	struct nrma_bufpool unexp_entries;	/* struct nrma_unexp */
+	struct nrma_bufpool rx_entries;	   /* struct nrma_rx_entry */
+	struct nrma_bufpool unexp_entries; /* struct nrma_unexp */
 	nrma_peer_addr_fn peer_addr;
 	void *arg;
 };

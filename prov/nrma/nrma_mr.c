@@ -11,8 +11,9 @@
 #include "nrma_notify.h"
 #include "nrma_verbs.h"
 
-#define NRMA_MR_ACCESS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
-			 FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define NRMA_MR_ACCESS                                             \
+	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | \
+	 FI_REMOTE_WRITE)
 
 static int nrma_mr_close(struct fid *fid)
 {
@@ -149,8 +150,9 @@ static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 }
 
 static int nrma_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-			uint64_t access, uint64_t offset, uint64_t requested_key,
-			uint64_t flags, struct fid_mr **mr, void *context)
+			uint64_t access, uint64_t offset,
+			uint64_t requested_key, uint64_t flags,
+			struct fid_mr **mr, void *context)
 {
 	struct fi_mr_attr attr = {
 		.mr_iov = iov,

@@ -6,8 +6,11 @@ static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 				uint64_t flags)
 {
 	struct nrma_recv_args a = {
-		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-		.src = msg->addr, .flags = flags & ~FI_TAGGED,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.src = msg->addr,
+		.flags = flags & ~FI_TAGGED,
 		.context = msg->context,
 	};
 
@@ -19,8 +22,12 @@ static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 			      void *context)
 {
 	struct nrma_recv_args a = {
-		.iov = iov, .desc = desc, .count = count, .src = src,
-		.flags = nrma_ep_of(ep_fid)->rx_op_flags, .context = context,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.src = src,
+		.flags = nrma_ep_of(ep_fid)->rx_op_flags,
+		.context = context,
 	};
 
 	return nrma_recv(nrma_ep_of(ep_fid), &a);
@@ -38,8 +45,12 @@ static ssize_t nrma_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 				uint64_t flags)
 {
 	struct nrma_send_args a = {
-		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-		.dest = msg->addr, .data = msg->data, .flags = flags & ~FI_TAGGED,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.dest = msg->addr,
+		.data = msg->data,
+		.flags = flags & ~FI_TAGGED,
 		.context = msg->context,
 	};
 
@@ -51,16 +62,19 @@ static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 			      void *context)
 {
 	struct nrma_send_args a = {
-		.iov = iov, .desc = desc, .count = count, .dest = dest,
-		.flags = nrma_ep_of(ep_fid)->tx_op_flags, .context = context,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.dest = dest,
+		.flags = nrma_ep_of(ep_fid)->tx_op_flags,
+		.context = context,
 	};
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 
-static ssize_t nrma_msg_send(struct fid_ep *ep_fid, const void *buf,
-			     size_t len, void *desc, fi_addr_t dest,
-			     void *context)
+static ssize_t nrma_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
+			     void *desc, fi_addr_t dest, void *context)
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
@@ -73,8 +87,12 @@ static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
-		.iov = &iov, .desc = &desc, .count = 1, .dest = dest,
-		.data = data, .context = context,
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.dest = dest,
+		.data = data,
+		.context = context,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA,
 	};
 
@@ -86,7 +104,10 @@ static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
-		.iov = &iov, .count = 1, .dest = dest, .data = data,
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.data = data,
 		.flags = FI_INJECT | FI_REMOTE_CQ_DATA,
 	};
 
@@ -98,7 +119,10 @@ static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
-		.iov = &iov, .count = 1, .dest = dest, .flags = FI_INJECT,
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.flags = FI_INJECT,
 	};
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);

@@ -27,14 +27,14 @@
 #include "nrma_notify.h"
 #include "nrma_verbs.h"
 
-#define CELL_BYTES	(2 * sizeof(uint64_t))	/* a write and a read word */
+#define CELL_BYTES (2 * sizeof(uint64_t)) /* a write and a read word */
 
 struct nrma_notify {
 	struct nrma_verbs_domain *vdom;
 	char *region;
 	size_t page_size;
 	size_t cells;
-	size_t *free;		/* stack of free cell indices */
+	size_t *free; /* stack of free cell indices */
 	size_t nfree;
 	pthread_mutex_t lock;
 };
@@ -42,8 +42,8 @@ struct nrma_notify {
 struct nrma_notify_cell {
 	struct nrma_notify *notify;
 	size_t index;
-	volatile uint64_t *words;	/* by enum nrma_notify_word */
-	struct nrma_verbs_mr *mr;	/* NULL once disarmed */
+	volatile uint64_t *words; /* by enum nrma_notify_word */
+	struct nrma_verbs_mr *mr; /* NULL once disarmed */
 	uint32_t rkey;
 };
 
@@ -135,8 +135,8 @@ int nrma_notify_cell_open(struct nrma_notify *n,
 		return ret;
 	}
 	cell->notify = n;
-	cell->words = (volatile uint64_t *) (n->region +
-					     cell->index * n->page_size);
+	cell->words =
+		(volatile uint64_t *) (n->region + cell->index * n->page_size);
 	/* No peer can reach the words before they are registered. */
 	cell->words[NRMA_NOTIFY_WRITES] = cell->words[NRMA_NOTIFY_READS] = 0;
 	ret = notify_cell_register(cell);

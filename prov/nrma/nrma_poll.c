@@ -11,7 +11,7 @@
 
 struct nrma_poll_member {
 	struct fid *fid;
-	uint64_t last_value;	/* counters: what the last poll saw */
+	uint64_t last_value; /* counters: what the last poll saw */
 	uint64_t last_err;
 };
 
@@ -75,8 +75,8 @@ static int nrma_poll_add(struct fid_poll *poll_fid, struct fid *event_fid,
 	members = realloc(poll->members, (poll->count + 1) * sizeof(*members));
 	if (members) {
 		poll->members = members;
-		members[poll->count++] = (struct nrma_poll_member) {
-			.fid = event_fid };
+		members[poll->count++] =
+			(struct nrma_poll_member){ .fid = event_fid };
 	}
 	pthread_mutex_unlock(&poll->lock);
 	return members ? 0 : -FI_ENOMEM;

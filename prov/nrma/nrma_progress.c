@@ -13,7 +13,7 @@
 #include "nrma_comp.h"
 #include "nrma_xfer.h"
 
-#define NRMA_POLL_BATCH		16
+#define NRMA_POLL_BATCH 16
 
 /* Endpoint sets of CQs and counters */
 
@@ -55,7 +55,7 @@ int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
 	pthread_mutex_lock(&set->lock);
 	for (size_t i = 0; i < set->count; i++)
 		if (set->eps[i] == ep)
-			goto out;	/* bound for both directions */
+			goto out; /* bound for both directions */
 	eps = realloc(set->eps, (set->count + 1) * sizeof(*eps));
 	if (!eps) {
 		ret = -FI_ENOMEM;
@@ -226,7 +226,7 @@ int nrma_ep_arm(struct nrma_ep *ep)
 }
 
 /* ACKs tell peers that their sends completed: let them leave. */
-#define NRMA_LINGER_MS	1000
+#define NRMA_LINGER_MS 1000
 
 void nrma_ep_linger(struct nrma_ep *ep)
 {

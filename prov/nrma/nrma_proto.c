@@ -8,7 +8,7 @@ void nrma_cm_data_init(struct nrma_cm_data *data,
 		       const struct sockaddr_in *name, uint32_t notify_rkey,
 		       enum nrma_reject_reason reason)
 {
-	*data = (struct nrma_cm_data) {
+	*data = (struct nrma_cm_data){
 		.magic = htonl(NRMA_CM_MAGIC),
 		.version = htons(NRMA_PROTOCOL_VERSION),
 		.reject_reason = htons(reason),

@@ -20,25 +20,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION	2
+#define NRMA_PROTOCOL_VERSION 2
 
 /* iovs per operation, and so rendezvous segments per message */
-#define NRMA_IOV_LIMIT		4
-#define NRMA_CM_MAGIC		0x6e726d61	/* "nrma" */
+#define NRMA_IOV_LIMIT 4
+#define NRMA_CM_MAGIC  0x6e726d61 /* "nrma" */
 
 enum nrma_reject_reason {
-	NRMA_REJECT_NONE,		/* connect and accept */
-	NRMA_REJECT_COLLISION,	/* our own request wins */
+	NRMA_REJECT_NONE,      /* connect and accept */
+	NRMA_REJECT_COLLISION, /* our own request wins */
 	NRMA_REJECT_VERSION,
 };
 
 /* Connect, accept and reject private data (at most 56 bytes on IB). */
 struct nrma_cm_data {
-	uint32_t magic;			/* network byte order */
-	uint16_t version;		/* network byte order */
-	uint16_t reject_reason;		/* network byte order */
-	struct sockaddr_in name;	/* the sender endpoint's name */
-	uint32_t notify_rkey;		/* its endpoint cell, 0: none */
+	uint32_t magic;		 /* network byte order */
+	uint16_t version;	 /* network byte order */
+	uint16_t reject_reason;	 /* network byte order */
+	struct sockaddr_in name; /* the sender endpoint's name */
+	uint32_t notify_rkey;	 /* its endpoint cell, 0: none */
 };
 
 _Static_assert(sizeof(struct nrma_cm_data) <= 56, "rdmacm REQ private data");
@@ -57,18 +57,18 @@ enum nrma_hdr_op {
 	NRMA_HDR_ACK,
 };
 
-#define NRMA_HDR_CQ_DATA	(1 << 0)
-#define NRMA_HDR_ACK_REQ	(1 << 1)
-#define NRMA_HDR_TAGGED		(1 << 2)
+#define NRMA_HDR_CQ_DATA (1 << 0)
+#define NRMA_HDR_ACK_REQ (1 << 1)
+#define NRMA_HDR_TAGGED	 (1 << 2)
 
 struct nrma_hdr {
 	uint8_t op;
 	uint8_t flags;
-	uint8_t seg_count;		/* rendezvous segments that follow */
+	uint8_t seg_count; /* rendezvous segments that follow */
 	uint8_t reserved;
 	uint32_t cq_data;
-	uint64_t token;			/* the sender's operation, for ACK */
-	uint64_t len;			/* message length */
+	uint64_t token; /* the sender's operation, for ACK */
+	uint64_t len;	/* message length */
 	uint64_t tag;
 };
 
@@ -80,7 +80,7 @@ struct nrma_rndv_seg {
 };
 
 /* Remote addresses of a notification cell's words. */
-#define NRMA_NOTIFY_WRITE_ADDR	0
-#define NRMA_NOTIFY_READ_ADDR	8
+#define NRMA_NOTIFY_WRITE_ADDR 0
+#define NRMA_NOTIFY_READ_ADDR  8
 
 #endif /* NRMA_PROTO_H */

@@ -22,8 +22,8 @@ static uint64_t recv_comp_flags(const struct nrma_rx_entry *rx)
 }
 
 /* A received message's completion; truncated is how much did not fit. */
-static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-			void *buf, size_t len, uint64_t flags, uint32_t cq_data,
+static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
+			size_t len, uint64_t flags, uint32_t cq_data,
 			uint64_t tag, fi_addr_t src, size_t truncated)
 {
 	struct nrma_comp comp = {
@@ -109,9 +109,11 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	if (!op)
 		return -FI_EAGAIN;
 	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
-	*hdr = (struct nrma_hdr) { .op = NRMA_HDR_ACK, .token = token };
+	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_ACK, .token = token };
 	sge = nrma_tx_buf_sge(x, op, sizeof(*hdr));
-	wr = (struct nrma_wr) { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
+	wr = (struct nrma_wr){ .op = NRMA_WR_SEND,
+			       .sge = &sge,
+			       .sge_count = 1 };
 	ret = nrma_op_post(x, op, &wr, 1);
 	if (ret)
 		nrma_op_free(x, op);
@@ -127,7 +129,7 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_pending_ack *pending;
 
 	if (!conn || conn->state != NRMA_CONN_CONNECTED)
-		return;		/* the sender learns from the broken connection */
+		return; /* the sender learns from the broken connection */
 	if (nrma_dlist_empty(&ep->xfer->pending_acks) &&
 	    recv_ack_post(ep, conn, token) != -FI_EAGAIN)
 		return;
@@ -146,9 +148,8 @@ void nrma_acks_retry(struct nrma_ep *ep)
 	struct nrma_dlist *head = &ep->xfer->pending_acks;
 
 	while (!nrma_dlist_empty(head)) {
-		struct nrma_pending_ack *pending =
-			nrma_container_of(head->next, struct nrma_pending_ack,
-					  link);
+		struct nrma_pending_ack *pending = nrma_container_of(
+			head->next, struct nrma_pending_ack, link);
 
 		if (pending->conn->state == NRMA_CONN_CONNECTED &&
 		    recv_ack_post(ep, pending->conn, pending->token) ==
@@ -207,12 +208,15 @@ static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
 	size_t n = nrma_iov_slice(rx->iov, rx->count, op->rx_offset, take,
 				  piece, idx, NRMA_IOV_LIMIT);
 	struct nrma_wr wr = {
-		.op = NRMA_WR_READ, .sge = sge, .sge_count = n,
-		.raddr = seg->addr, .rkey = seg->rkey,
+		.op = NRMA_WR_READ,
+		.sge = sge,
+		.sge_count = n,
+		.raddr = seg->addr,
+		.rkey = seg->rkey,
 	};
 
 	for (size_t j = 0; j < n; j++)
-		sge[j] = (struct nrma_sge) {
+		sge[j] = (struct nrma_sge){
 			.addr = (uintptr_t) piece[j].iov_base,
 			.len = piece[j].iov_len,
 			.lkey = op->lkey[idx[j]],
@@ -274,7 +278,7 @@ void nrma_reads_retry(struct nrma_ep *ep)
 
 		recv_reads_advance(ep, op);
 		if (op->queued)
-			return;		/* the queue is still full */
+			return; /* the queue is still full */
 	}
 }
 
@@ -298,12 +302,13 @@ static void recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 			      const struct nrma_hdr *hdr,
 			      struct nrma_conn *conn)
 {
-	size_t room = nrma_rx_space(rx), len = hdr->len < room ? hdr->len : room;
+	size_t room = nrma_rx_space(rx),
+	       len = hdr->len < room ? hdr->len : room;
 	struct nrma_op *op;
 	int ret;
 
 	op = nrma_op_alloc(ep->xfer, NRMA_OP_READ, conn);
-	if (!op) {	/* cannot happen: reads are bounded by receives */
+	if (!op) { /* cannot happen: reads are bounded by receives */
 		NRMA_WARN(FI_LOG_EP_DATA, "no operation for a rendezvous\n");
 		return;
 	}
@@ -359,7 +364,8 @@ static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
 	/* The unexpected pool has an entry for every receive buffer. */
 	if (!nrma_match_hold(&ep->xfer->match, hdr->flags & NRMA_HDR_TAGGED,
 			     hdr->tag, buf, len, conn)) {
-		NRMA_WARN(FI_LOG_EP_DATA, "no entry for an unexpected message\n");
+		NRMA_WARN(FI_LOG_EP_DATA,
+			  "no entry for an unexpected message\n");
 		nrma_rx_buf_release(ep, buf);
 		return;
 	}
@@ -373,7 +379,8 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 	struct nrma_rx_entry *rx;
 
 	if (len < sizeof(*hdr)) {
-		NRMA_WARN(FI_LOG_EP_DATA, "runt message (%u bytes) dropped\n", len);
+		NRMA_WARN(FI_LOG_EP_DATA, "runt message (%u bytes) dropped\n",
+			  len);
 		nrma_rx_buf_release(ep, buf);
 		return;
 	}
@@ -386,8 +393,9 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 	}
 	rx = nrma_match_posted(&ep->xfer->match, hdr->flags & NRMA_HDR_TAGGED,
 			       hdr->tag, conn);
-	NRMA_DBG(FI_LOG_EP_DATA, "message op %u len %" PRIu64 " flags 0x%x: %s\n",
-		 hdr->op, hdr->len, hdr->flags, rx ? "matched" : "unexpected");
+	NRMA_DBG(FI_LOG_EP_DATA,
+		 "message op %u len %" PRIu64 " flags 0x%x: %s\n", hdr->op,
+		 hdr->len, hdr->flags, rx ? "matched" : "unexpected");
 	if (!rx) {
 		recv_hold(ep, hdr, buf, len, conn);
 		return;
@@ -437,8 +445,9 @@ static void recv_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	rx->tag = a->tag;
 	rx->ignore = a->ignore;
 	rx->src = ep->info->caps & FI_DIRECTED_RECV ? a->src : FI_ADDR_UNSPEC;
-	rx->flags = a->flags | (ep->rx_cq_flags & FI_SELECTIVE_COMPLETION ?
-				0 : FI_COMPLETION);
+	rx->flags =
+		a->flags |
+		(ep->rx_cq_flags & FI_SELECTIVE_COMPLETION ? 0 : FI_COMPLETION);
 }
 
 static struct nrma_rx_entry *recv_entry_alloc(struct nrma_ep *ep,
@@ -474,10 +483,13 @@ static void recv_report_held(struct nrma_ep *ep, void *context,
 {
 	const struct nrma_hdr *hdr = recv_hdr(ep, unexp->buf);
 	struct nrma_comp comp = {
-		.context = context, .len = len,
-		.flags = FI_RECV | FI_TAGGED |
-			 (hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0),
-		.data = hdr->cq_data, .tag = hdr->tag,
+		.context = context,
+		.len = len,
+		.flags =
+			FI_RECV | FI_TAGGED |
+			(hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0),
+		.data = hdr->cq_data,
+		.tag = hdr->tag,
 		.src = nrma_source_of(ep, unexp->peer),
 	};
 
@@ -501,13 +513,15 @@ static ssize_t recv_peek(struct nrma_ep *ep, const struct nrma_recv_args *a)
 	struct nrma_rx_entry probe = { 0 };
 	struct nrma_unexp *unexp;
 
-	nrma_progress_poll(ep);		/* look at what has arrived by now */
+	nrma_progress_poll(ep); /* look at what has arrived by now */
 	recv_entry_init(ep, &probe, a);
 	unexp = nrma_match_unexp(&ep->xfer->match, &probe);
 	if (!unexp) {
 		struct nrma_comp comp = {
-			.context = a->context, .flags = FI_RECV | FI_TAGGED,
-			.tag = a->tag, .err = FI_ENOMSG,
+			.context = a->context,
+			.flags = FI_RECV | FI_TAGGED,
+			.tag = a->tag,
+			.err = FI_ENOMSG,
 		};
 
 		nrma_comp_rx_event(ep, &comp);
@@ -523,12 +537,12 @@ static ssize_t recv_peek(struct nrma_ep *ep, const struct nrma_recv_args *a)
 
 static ssize_t recv_claimed(struct nrma_ep *ep, const struct nrma_recv_args *a)
 {
-	struct nrma_unexp *unexp = nrma_match_claimed(&ep->xfer->match,
-						      a->context);
+	struct nrma_unexp *unexp =
+		nrma_match_claimed(&ep->xfer->match, a->context);
 	struct nrma_rx_entry *rx = NULL;
 
 	if (!unexp)
-		return -FI_EINVAL;	/* nothing was claimed with it */
+		return -FI_EINVAL; /* nothing was claimed with it */
 	if (!(a->flags & FI_DISCARD)) {
 		rx = recv_entry_alloc(ep, a);
 		if (!rx)
@@ -540,7 +554,7 @@ static ssize_t recv_claimed(struct nrma_ep *ep, const struct nrma_recv_args *a)
 		recv_discard(ep, unexp);
 		return 0;
 	}
-	recv_deliver_held(ep, rx, unexp);	/* on no queue: it takes this one */
+	recv_deliver_held(ep, rx, unexp); /* on no queue: it takes this one */
 	return 0;
 }
 
@@ -570,7 +584,7 @@ ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
 
 	if (!rx)
 		return -FI_ENOENT;
-	comp = (struct nrma_comp) {
+	comp = (struct nrma_comp){
 		.context = context,
 		.flags = FI_RECV | (rx->flags & (FI_MULTI_RECV | FI_TAGGED)) |
 			 (rx->flags & FI_TAGGED ? 0 : FI_MSG),

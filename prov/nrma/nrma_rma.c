@@ -20,11 +20,11 @@ struct nrma_rma_args {
 	void **desc;
 	size_t count;
 	fi_addr_t dest;
-	uint64_t addr;		/* the one remote segment */
+	uint64_t addr; /* the one remote segment */
 	uint64_t len;
 	uint64_t key;
 	uint64_t data;
-	uint64_t flags;		/* FI_READ or FI_WRITE, and op flags */
+	uint64_t flags; /* FI_READ or FI_WRITE, and op flags */
 	void *context;
 };
 
@@ -59,7 +59,7 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 				     &a->iov[i], access, &vmr, &key);
 		if (ret)
 			return ret;
-		sge[n++] = (struct nrma_sge) {
+		sge[n++] = (struct nrma_sge){
 			.addr = (uintptr_t) a->iov[i].iov_base,
 			.len = a->iov[i].iov_len,
 			.lkey = nrma_verbs_mr_lkey(vmr),
@@ -74,10 +74,10 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
  * read or an atomic only once fenced.
  */
 static struct nrma_wr rma_notify_wr(uint32_t cell_rkey,
-				const struct nrma_sge *scratch, bool read,
-				bool fence)
+				    const struct nrma_sge *scratch, bool read,
+				    bool fence)
 {
-	return (struct nrma_wr) {
+	return (struct nrma_wr){
 		.op = NRMA_WR_FETCH_ADD,
 		.sge = scratch,
 		.sge_count = 1,
@@ -100,33 +100,38 @@ size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
 	size_t n = 0;
 
 	if (conn->notify_rkey)
-		wr[n++] = rma_notify_wr(conn->notify_rkey, scratch, read, fence);
+		wr[n++] =
+			rma_notify_wr(conn->notify_rkey, scratch, read, fence);
 	if (cell_rkey)
 		wr[n++] = rma_notify_wr(cell_rkey, scratch, read, fence);
 	return n;
 }
 
-static size_t rma_wrs(const struct nrma_op *op,
-		      const struct nrma_rma_args *a, const struct nrma_sge *sge,
-		      size_t sge_count, const struct nrma_sge *scratch,
-		      struct nrma_wr *wr)
+static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
+		      const struct nrma_sge *sge, size_t sge_count,
+		      const struct nrma_sge *scratch, struct nrma_wr *wr)
 {
 	bool read = a->flags & FI_READ;
 	uint32_t rkey = nrma_mr_key_rkey(a->key);
 	size_t n = 0;
 
-	wr[n++] = (struct nrma_wr) {
-		.op = read ? NRMA_WR_READ : a->flags & FI_REMOTE_CQ_DATA ?
-			NRMA_WR_WRITE_IMM : NRMA_WR_WRITE,
-		.sge = sge, .sge_count = sge_count,
-		.raddr = a->addr, .rkey = rkey, .imm = (uint32_t) a->data,
+	wr[n++] = (struct nrma_wr){
+		.op = read			   ? NRMA_WR_READ :
+		      a->flags & FI_REMOTE_CQ_DATA ? NRMA_WR_WRITE_IMM :
+						     NRMA_WR_WRITE,
+		.sge = sge,
+		.sge_count = sge_count,
+		.raddr = a->addr,
+		.rkey = rkey,
+		.imm = (uint32_t) a->data,
 		.fence = a->flags & FI_FENCE,
 	};
 	n += nrma_notify_wrs(op->conn, a->key, read, read, scratch, wr + n);
 	/* A zero-byte read returns only once the write before it is placed. */
 	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
-		wr[n++] = (struct nrma_wr) { .op = NRMA_WR_READ,
-					     .raddr = a->addr, .rkey = rkey };
+		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_READ,
+					    .raddr = a->addr,
+					    .rkey = rkey };
 	return n;
 }
 
@@ -166,8 +171,8 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	if (len < 0)
 		return len;
 	/* The local and remote lengths agree, and reads are never injected. */
-	if ((size_t) len != a->len || (a->flags & (FI_INJECT | FI_READ)) ==
-				      (FI_INJECT | FI_READ))
+	if ((size_t) len != a->len ||
+	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
 		return -FI_EINVAL;
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len);
 }
@@ -203,8 +208,12 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 		       uint64_t flags)
 {
 	struct nrma_rma_args a = {
-		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-		.dest = msg->addr, .data = msg->data, .flags = flags,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.dest = msg->addr,
+		.data = msg->data,
+		.flags = flags,
 		.context = msg->context,
 	};
 
@@ -230,13 +239,19 @@ static ssize_t nrma_rma_writemsg(struct fid_ep *ep_fid,
 }
 
 static ssize_t rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
-		       void **desc, size_t count, fi_addr_t peer,
-		       uint64_t addr, uint64_t key, uint64_t data,
-		       uint64_t flags, void *context)
+		       void **desc, size_t count, fi_addr_t peer, uint64_t addr,
+		       uint64_t key, uint64_t data, uint64_t flags,
+		       void *context)
 {
 	struct nrma_rma_args a = {
-		.iov = iov, .desc = desc, .count = count, .dest = peer,
-		.addr = addr, .key = key, .data = data, .context = context,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.dest = peer,
+		.addr = addr,
+		.key = key,
+		.data = data,
+		.context = context,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags | flags,
 	};
 
@@ -298,8 +313,13 @@ static ssize_t nrma_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_rma_args a = {
-		.iov = &iov, .count = 1, .dest = dest, .addr = addr,
-		.len = len, .key = key, .data = data,
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.addr = addr,
+		.len = len,
+		.key = key,
+		.data = data,
 		.flags = FI_WRITE | FI_INJECT | FI_REMOTE_CQ_DATA,
 	};
 
@@ -312,8 +332,13 @@ static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_rma_args a = {
-		.iov = &iov, .count = 1, .dest = dest, .addr = addr,
-		.len = len, .key = key, .flags = FI_WRITE | FI_INJECT,
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.addr = addr,
+		.len = len,
+		.key = key,
+		.flags = FI_WRITE | FI_INJECT,
 	};
 
 	return rma_submit(nrma_ep_of(ep_fid), &a);

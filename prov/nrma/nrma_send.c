@@ -33,12 +33,12 @@ static int send_fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
 		uint64_t key;
 
 		if (!a->iov[i].iov_len)
-			continue;	/* nothing to read, nothing to register */
+			continue; /* nothing to read, nothing to register */
 		ret = nrma_op_buf_mr(ep, op, a->desc ? a->desc[i] : NULL,
 				     &a->iov[i], FI_REMOTE_READ, &vmr, &key);
 		if (ret)
 			return ret;
-		seg[hdr->seg_count++] = (struct nrma_rndv_seg) {
+		seg[hdr->seg_count++] = (struct nrma_rndv_seg){
 			.addr = (uintptr_t) a->iov[i].iov_base,
 			.len = a->iov[i].iov_len,
 			.rkey = (uint32_t) key,
@@ -52,8 +52,9 @@ static void send_fill_hdr(struct nrma_xfer *x, struct nrma_op *op,
 			  struct nrma_hdr *hdr, const struct nrma_send_args *a,
 			  size_t msg_len)
 {
-	*hdr = (struct nrma_hdr) { .len = msg_len, .token = nrma_op_token(x, op),
-				   .tag = a->tag };
+	*hdr = (struct nrma_hdr){ .len = msg_len,
+				  .token = nrma_op_token(x, op),
+				  .tag = a->tag };
 	if (a->flags & FI_TAGGED)
 		hdr->flags |= NRMA_HDR_TAGGED;
 	if (a->flags & FI_REMOTE_CQ_DATA) {
@@ -89,7 +90,9 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		return len;
 	}
 	sge = nrma_tx_buf_sge(x, op, len);
-	wr = (struct nrma_wr) { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
+	wr = (struct nrma_wr){ .op = NRMA_WR_SEND,
+			       .sge = &sge,
+			       .sge_count = 1 };
 	len = nrma_op_post(x, op, &wr, 1);
 	if (len) {
 		nrma_op_free(x, op);

@@ -9,9 +9,14 @@ static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
 				   uint64_t flags)
 {
 	struct nrma_recv_args a = {
-		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-		.src = msg->addr, .tag = msg->tag, .ignore = msg->ignore,
-		.flags = flags | FI_TAGGED, .context = msg->context,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.src = msg->addr,
+		.tag = msg->tag,
+		.ignore = msg->ignore,
+		.flags = flags | FI_TAGGED,
+		.context = msg->context,
 	};
 
 	return nrma_recv(nrma_ep_of(ep_fid), &a);
@@ -22,8 +27,13 @@ static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 				 uint64_t tag, uint64_t ignore, void *context)
 {
 	struct nrma_recv_args a = {
-		.iov = iov, .desc = desc, .count = count, .src = src,
-		.tag = tag, .ignore = ignore, .context = context,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.src = src,
+		.tag = tag,
+		.ignore = ignore,
+		.context = context,
 		.flags = nrma_ep_of(ep_fid)->rx_op_flags | FI_TAGGED,
 	};
 
@@ -45,9 +55,14 @@ static ssize_t nrma_tagged_sendmsg(struct fid_ep *ep_fid,
 				   uint64_t flags)
 {
 	struct nrma_send_args a = {
-		.iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-		.dest = msg->addr, .data = msg->data, .tag = msg->tag,
-		.flags = flags | FI_TAGGED, .context = msg->context,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.dest = msg->addr,
+		.data = msg->data,
+		.tag = msg->tag,
+		.flags = flags | FI_TAGGED,
+		.context = msg->context,
 	};
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
@@ -58,8 +73,12 @@ static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 				 uint64_t tag, void *context)
 {
 	struct nrma_send_args a = {
-		.iov = iov, .desc = desc, .count = count, .dest = dest,
-		.tag = tag, .context = context,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.dest = dest,
+		.tag = tag,
+		.context = context,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED,
 	};
 
@@ -81,8 +100,13 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
-		.iov = &iov, .desc = &desc, .count = 1, .dest = dest,
-		.data = data, .tag = tag, .context = context,
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.dest = dest,
+		.data = data,
+		.tag = tag,
+		.context = context,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
 			 FI_REMOTE_CQ_DATA,
 	};
@@ -91,12 +115,16 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 }
 
 static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
-				      size_t len, uint64_t data,
-				      fi_addr_t dest, uint64_t tag)
+				      size_t len, uint64_t data, fi_addr_t dest,
+				      uint64_t tag)
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
-		.iov = &iov, .count = 1, .dest = dest, .data = data, .tag = tag,
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.data = data,
+		.tag = tag,
 		.flags = FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA,
 	};
 
@@ -108,7 +136,10 @@ static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
-		.iov = &iov, .count = 1, .dest = dest, .tag = tag,
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.tag = tag,
 		.flags = FI_INJECT | FI_TAGGED,
 	};
 

@@ -32,10 +32,12 @@ static bool device_usable(struct ibv_context *ctx, uint8_t port,
 	struct ibv_port_attr port_attr;
 	const char *name = ibv_get_device_name(ctx->device);
 
-	if (ibv_query_device(ctx, &attr) || ibv_query_port(ctx, port, &port_attr))
+	if (ibv_query_device(ctx, &attr) ||
+	    ibv_query_port(ctx, port, &port_attr))
 		return false;
 	if (ctx->device->transport_type != IBV_TRANSPORT_IB) {
-		NRMA_INFO(FI_LOG_CORE, "%s: not an InfiniBand/RoCE device\n", name);
+		NRMA_INFO(FI_LOG_CORE, "%s: not an InfiniBand/RoCE device\n",
+			  name);
 		return false;
 	}
 	if (attr.atomic_cap == IBV_ATOMIC_NONE) {
@@ -46,7 +48,7 @@ static bool device_usable(struct ibv_context *ctx, uint8_t port,
 		NRMA_INFO(FI_LOG_CORE, "%s port %u: not active\n", name, port);
 		return false;
 	}
-	*limits = (struct nrma_dev_limits) {
+	*limits = (struct nrma_dev_limits){
 		.max_msg_size = port_attr.max_msg_sz,
 		.max_qp_wr = attr.max_qp_wr,
 		.max_srq_wr = attr.max_srq_wr,
@@ -108,7 +110,8 @@ int nrma_verbs_discover(struct nrma_device **devs, size_t *count)
 		    !ifa->ifa_netmask || (ifa->ifa_flags & IFF_LOOPBACK) ||
 		    !(ifa->ifa_flags & IFF_UP))
 			continue;
-		if (!probe_address(ifa, &dev) || device_known(list, n, dev.name))
+		if (!probe_address(ifa, &dev) ||
+		    device_known(list, n, dev.name))
 			continue;
 		grown = realloc(list, (n + 1) * sizeof(*list));
 		if (!grown) {
@@ -220,8 +223,8 @@ static int verbs_reg(struct nrma_verbs_domain *vd, const void *buf, size_t len,
 	return 0;
 }
 
-int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf,
-		      size_t len, uint64_t access, struct nrma_verbs_mr **vmr,
+int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf, size_t len,
+		      uint64_t access, struct nrma_verbs_mr **vmr,
 		      uint64_t *key)
 {
 	int ret = verbs_reg(vd, buf, len, (uintptr_t) buf, verbs_access(access),
@@ -230,16 +233,19 @@ int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf,
 	if (ret)
 		return ret;
 	/* rxe hands out rkey 0 for local-only MRs; their lkey stays unique. */
-	*key = (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) ? (*vmr)->mr->rkey :
-							       (*vmr)->mr->lkey;
+	*key = (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) ?
+		       (*vmr)->mr->rkey :
+		       (*vmr)->mr->lkey;
 	return 0;
 }
 
 int nrma_verbs_notify_reg(struct nrma_verbs_domain *vd, const void *buf,
-			  size_t len, struct nrma_verbs_mr **vmr, uint32_t *rkey)
+			  size_t len, struct nrma_verbs_mr **vmr,
+			  uint32_t *rkey)
 {
-	int ret = verbs_reg(vd, buf, len, 0, IBV_ACCESS_LOCAL_WRITE |
-			    IBV_ACCESS_REMOTE_ATOMIC, vmr);
+	int ret = verbs_reg(vd, buf, len, 0,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+			    vmr);
 
 	if (!ret)
 		*rkey = (*vmr)->mr->rkey;
@@ -285,7 +291,7 @@ uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr)
 	return vmr->mr->lkey;
 }
 
-#define NRMA_MAX_SGE	NRMA_IOV_LIMIT
+#define NRMA_MAX_SGE NRMA_IOV_LIMIT
 
 struct nrma_verbs_ep {
 	struct ibv_comp_channel *channel;
@@ -321,8 +327,9 @@ int nrma_verbs_ep_open(struct nrma_verbs_domain *vd, size_t cq_size,
 	return 0;
 err:
 	ret = errno ? -errno : -FI_ENOMEM;
-	NRMA_WARN(FI_LOG_EP_CTRL, "verbs endpoint resources (CQ %zu, SRQ %zu): %s\n",
-		  cq_size, srq_size, fi_strerror(-ret));
+	NRMA_WARN(FI_LOG_EP_CTRL,
+		  "verbs endpoint resources (CQ %zu, SRQ %zu): %s\n", cq_size,
+		  srq_size, fi_strerror(-ret));
 	nrma_verbs_ep_close(ve);
 	return ret;
 }
@@ -381,7 +388,7 @@ int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
 		count = 16;
 	n = ibv_poll_cq(ve->cq, count, ibv_wc);
 	for (int i = 0; i < n; i++) {
-		wc[i] = (struct nrma_wc) {
+		wc[i] = (struct nrma_wc){
 			.wr_id = ibv_wc[i].wr_id,
 			.status = ibv_wc[i].status,
 			.op = wc_op(&ibv_wc[i]),
@@ -443,9 +450,9 @@ static void fill_sges(struct ibv_sge *ibv_sge, const struct nrma_sge *sge,
 		      size_t count)
 {
 	for (size_t i = 0; i < count; i++)
-		ibv_sge[i] = (struct ibv_sge) { .addr = sge[i].addr,
-						.length = sge[i].len,
-						.lkey = sge[i].lkey };
+		ibv_sge[i] = (struct ibv_sge){ .addr = sge[i].addr,
+					       .length = sge[i].len,
+					       .lkey = sge[i].lkey };
 }
 
 /* A full send queue reads as -FI_EAGAIN: retry after progress. */
@@ -467,7 +474,7 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 		     const struct nrma_wr *wr)
 {
 	fill_sges(ibv_sge, wr->sge, wr->sge_count);
-	*ibv_wr = (struct ibv_send_wr) {
+	*ibv_wr = (struct ibv_send_wr){
 		.wr_id = wr->wr_id,
 		.sg_list = ibv_sge,
 		.num_sge = wr->sge_count,

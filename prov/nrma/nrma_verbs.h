@@ -35,7 +35,8 @@ int nrma_verbs_mr_reg(struct nrma_verbs_domain *vdom, const void *buf,
  * remote address 0: the rkey is all they need.  buf is page aligned.
  */
 int nrma_verbs_notify_reg(struct nrma_verbs_domain *vdom, const void *buf,
-			  size_t len, struct nrma_verbs_mr **vmr, uint32_t *rkey);
+			  size_t len, struct nrma_verbs_mr **vmr,
+			  uint32_t *rkey);
 int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr);
 uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr);
 
@@ -53,15 +54,15 @@ int nrma_verbs_ep_arm(struct nrma_verbs_ep *vep);
 void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *vep);
 
 enum nrma_wc_op {
-	NRMA_WC_RECV,		/* a message into a receive buffer */
-	NRMA_WC_RECV_IMM,	/* an RDMA write with immediate data */
-	NRMA_WC_OTHER,		/* anything we initiated */
+	NRMA_WC_RECV,	  /* a message into a receive buffer */
+	NRMA_WC_RECV_IMM, /* an RDMA write with immediate data */
+	NRMA_WC_OTHER,	  /* anything we initiated */
 };
 
 /* A work completion, stripped of verbs types. */
 struct nrma_wc {
 	uint64_t wr_id;
-	int status;		/* ibv_wc_status; 0 is success */
+	int status; /* ibv_wc_status; 0 is success */
 	enum nrma_wc_op op;
 	uint32_t len;
 	uint32_t qp_num;
@@ -91,8 +92,8 @@ enum nrma_wr_op {
 	NRMA_WR_WRITE,
 	NRMA_WR_WRITE_IMM,
 	NRMA_WR_READ,
-	NRMA_WR_FETCH_ADD,	/* 64-bit, at raddr; fetches into sge[0] */
-	NRMA_WR_CMP_SWAP,	/* 64-bit: swap if equal to add; likewise */
+	NRMA_WR_FETCH_ADD, /* 64-bit, at raddr; fetches into sge[0] */
+	NRMA_WR_CMP_SWAP,  /* 64-bit: swap if equal to add; likewise */
 };
 
 /* A work request, stripped of verbs types.  Every one is signalled. */
@@ -104,7 +105,7 @@ struct nrma_wr {
 	uint64_t raddr;
 	uint32_t rkey;
 	uint32_t imm;
-	uint64_t add;		/* FETCH_ADD's addend, CMP_SWAP's compare */
+	uint64_t add; /* FETCH_ADD's addend, CMP_SWAP's compare */
 	uint64_t swap;
 	/* Wait for earlier reads and atomics on the queue pair. */
 	bool fence;

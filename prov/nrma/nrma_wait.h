@@ -13,8 +13,8 @@
 #include <rdma/fabric.h>
 
 struct nrma_wait {
-	enum fi_wait_obj type;		/* FI_WAIT_NONE, _FD or _YIELD */
-	int fd;				/* epoll fd for FI_WAIT_FD, else -1 */
+	enum fi_wait_obj type; /* FI_WAIT_NONE, _FD or _YIELD */
+	int fd;		       /* epoll fd for FI_WAIT_FD, else -1 */
 	int event_fd;
 };
 

@@ -76,7 +76,7 @@ struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 				const struct nrma_op *op, size_t len)
 {
-	return (struct nrma_sge) {
+	return (struct nrma_sge){
 		.addr = (uintptr_t) nrma_bufpool_buf(&x->tx_bufs, op->buf),
 		.len = len,
 		.lkey = nrma_verbs_mr_lkey(x->tx_mr),
@@ -86,8 +86,9 @@ struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 /* Where atomics whose old value nobody wants fetch it to. */
 struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)
 {
-	return (struct nrma_sge) {
-		.addr = (uintptr_t) x->scratch, .len = sizeof(*x->scratch),
+	return (struct nrma_sge){
+		.addr = (uintptr_t) x->scratch,
+		.len = sizeof(*x->scratch),
 		.lkey = nrma_verbs_mr_lkey(x->scratch_mr),
 	};
 }
@@ -118,9 +119,9 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
  * application may pass any descriptor), else one the operation makes and
  * holds until it completes.  The device may always read a write's source.
  */
-int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op,
-		   struct nrma_mr *desc, const struct iovec *iov,
-		   uint64_t access, struct nrma_verbs_mr **vmr, uint64_t *key)
+int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
+		   const struct iovec *iov, uint64_t access,
+		   struct nrma_verbs_mr **vmr, uint64_t *key)
 {
 	uint64_t needed = access == FI_WRITE ? 0 : access;
 	int ret;
@@ -156,7 +157,9 @@ uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags)
 	if (flags & FI_INJECT)
 		return 0;
 	return !(ep->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-	       (flags & FI_COMPLETION) ? FI_COMPLETION : 0;
+			       (flags & FI_COMPLETION) ?
+		       FI_COMPLETION :
+		       0;
 }
 
 /* Peers that connected to us are looked up late, once per connection. */
@@ -220,8 +223,8 @@ ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
  * Posts an application's transmit with post() once the connection to
  * dest is up.  A full queue progresses the endpoint and says -FI_EAGAIN.
  */
-ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
-		       nrma_tx_post_fn post, const void *args, size_t len)
+ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
+		       const void *args, size_t len)
 {
 	struct nrma_conn *conn;
 	ssize_t ret;
@@ -348,8 +351,8 @@ void nrma_xfer_close(struct nrma_ep *ep)
 	for (size_t i = 0; x->ops.gen && i < nrma_token_count(&x->ops); i++) {
 		struct nrma_op *op = nrma_op_at(x, i);
 
-		for (size_t j = 0; nrma_token_in_use(&x->ops, i) &&
-				   j < op->mr_count; j++)
+		for (size_t j = 0;
+		     nrma_token_in_use(&x->ops, i) && j < op->mr_count; j++)
 			nrma_verbs_mr_dereg(op->mr[j]);
 	}
 	xfer_mr_dereg(x->tx_mr);

@@ -29,13 +29,13 @@
 #include "nrma_token.h"
 #include "nrma_verbs.h"
 
-#define NRMA_WR_RECV		(1ULL << 63)	/* wr_id of a receive buffer */
+#define NRMA_WR_RECV (1ULL << 63) /* wr_id of a receive buffer */
 
 enum nrma_op_kind {
-	NRMA_OP_SEND,		/* an application send */
-	NRMA_OP_ACK,		/* our ACK of a peer's message */
-	NRMA_OP_READ,		/* rendezvous read into a posted receive */
-	NRMA_OP_RMA,		/* an application RMA or atomic operation */
+	NRMA_OP_SEND, /* an application send */
+	NRMA_OP_ACK,  /* our ACK of a peer's message */
+	NRMA_OP_READ, /* rendezvous read into a posted receive */
+	NRMA_OP_RMA,  /* an application RMA or atomic operation */
 };
 
 /* Work the endpoint has on the device; its slot index is the wr_id. */
@@ -43,13 +43,13 @@ struct nrma_op {
 	enum nrma_op_kind kind;
 	struct nrma_conn *conn;
 	void *context;
-	uint64_t flags;			/* completion flags, FI_COMPLETION */
+	uint64_t flags; /* completion flags, FI_COMPLETION */
 	size_t len;
-	int64_t buf;			/* bounce buffer, or -1 */
-	unsigned int wc_pending;	/* posted work requests not yet done */
-	bool ack_pending;		/* waiting for the peer's ACK */
-	int error;			/* first failure, positive */
-	int prov_errno;			/* its ibv_wc_status */
+	int64_t buf;		 /* bounce buffer, or -1 */
+	unsigned int wc_pending; /* posted work requests not yet done */
+	bool ack_pending;	 /* waiting for the peer's ACK */
+	int error;		 /* first failure, positive */
+	int prov_errno;		 /* its verbs completion status */
 	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
 	size_t mr_count;
 	/* NRMA_OP_READ: segments not yet read wait on pending_reads */
@@ -57,8 +57,8 @@ struct nrma_op {
 	struct nrma_rndv_seg seg[NRMA_IOV_LIMIT];
 	size_t seg_count;
 	size_t seg_done;
-	size_t rx_offset;		/* where the next segment lands */
-	size_t left;			/* bytes still to read */
+	size_t rx_offset; /* where the next segment lands */
+	size_t left;	  /* bytes still to read */
 	uint32_t lkey[NRMA_IOV_LIMIT];
 	bool queued;
 	struct nrma_rx_entry *rx;
@@ -86,16 +86,16 @@ struct nrma_xfer {
 	struct nrma_bufpool rx_bufs;
 	struct nrma_verbs_mr *tx_mr;
 	struct nrma_verbs_mr *rx_mr;
-	struct nrma_token_table ops;	/* struct nrma_op */
+	struct nrma_token_table ops; /* struct nrma_op */
 	struct nrma_match match;
-	size_t sends;			/* application transmits in flight */
+	size_t sends; /* application transmits in flight */
 	size_t sends_max;
 	size_t srq_posted;
 	size_t srq_target;
 	struct nrma_dlist pending_acks;
-	struct nrma_dlist pending_reads;	/* struct nrma_op */
-	size_t acks;			/* ACKs posted, not yet completed */
-	uint64_t *scratch;		/* where notification atomics fetch to */
+	struct nrma_dlist pending_reads; /* struct nrma_op */
+	size_t acks;			 /* ACKs posted, not yet completed */
+	uint64_t *scratch; /* where notification atomics fetch to */
 	struct nrma_verbs_mr *scratch_mr;
 };
 
@@ -109,9 +109,9 @@ struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index);
 uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
 int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
 		 size_t count);
-int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op,
-		   struct nrma_mr *desc, const struct iovec *iov,
-		   uint64_t access, struct nrma_verbs_mr **vmr, uint64_t *key);
+int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
+		   const struct iovec *iov, uint64_t access,
+		   struct nrma_verbs_mr **vmr, uint64_t *key);
 /* Reports an operation the application initiated. */
 void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
@@ -127,8 +127,8 @@ fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn);
 /* Posts one application transmit over conn; len is its payload. */
 typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
 				   const void *args, size_t len);
-ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
-		       nrma_tx_post_fn post, const void *args, size_t len);
+ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
+		       const void *args, size_t len);
 ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
 		    size_t count, uint64_t flags);
 
