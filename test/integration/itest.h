@@ -25,34 +25,35 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
-#define ITEST_VERSION	FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+#define ITEST_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
 /* Fails the test unless expr holds. */
-#define CHECK(expr)							\
-	do {								\
-		if (!(expr)) {						\
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
-				__FILE__, __LINE__, #expr);		\
-			exit(1);					\
-		}							\
+#define CHECK(expr)                                                            \
+	do {                                                                   \
+		if (!(expr)) {                                                 \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
+				__LINE__, #expr);                              \
+			exit(1);                                               \
+		}                                                              \
 	} while (0)
 
 /* Fails the test unless expr (a libfabric return code) equals want. */
-#define CHECK_RET(expr, want)	ITEST_CHECK_RET_(expr, #expr, want)
-#define CHECK_OK(expr)		ITEST_CHECK_RET_(expr, #expr, 0)
+#define CHECK_RET(expr, want) ITEST_CHECK_RET_(expr, #expr, want)
+#define CHECK_OK(expr)	      ITEST_CHECK_RET_(expr, #expr, 0)
 
-#define ITEST_CHECK_RET_(expr, str, want)				\
-	do {								\
-		long itest_got_ = (long) (expr);			\
-		long itest_want_ = (long) (want);			\
-		if (itest_got_ != itest_want_) {			\
-			fprintf(stderr, "%s:%d: %s\n  returned %ld (%s),"\
-				" expected %ld (%s)\n", __FILE__,	\
-				__LINE__, str, itest_got_,		\
-				itest_strerror(itest_got_), itest_want_,\
-				itest_strerror(itest_want_));		\
-			exit(1);					\
-		}							\
+#define ITEST_CHECK_RET_(expr, str, want)                                \
+	do {                                                             \
+		long itest_got_ = (long) (expr);                         \
+		long itest_want_ = (long) (want);                        \
+		if (itest_got_ != itest_want_) {                         \
+			fprintf(stderr,                                  \
+				"%s:%d: %s\n  returned %ld (%s),"        \
+				" expected %ld (%s)\n",                  \
+				__FILE__, __LINE__, str, itest_got_,     \
+				itest_strerror(itest_got_), itest_want_, \
+				itest_strerror(itest_want_));            \
+			exit(1);                                         \
+		}                                                        \
 	} while (0)
 
 static inline const char *itest_strerror(long ret)

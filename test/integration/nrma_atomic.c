@@ -27,13 +27,13 @@
 
 #include "itest_rma.h"
 
-#define NINIT		4
-#define P1_OPS		300
-#define P2_OPS		60
-#define P3_ROUNDS	40
-#define P4_FETCHES	10
-#define P4_BASE		5
-#define WORDS		512
+#define NINIT	   4
+#define P1_OPS	   300
+#define P2_OPS	   60
+#define P3_ROUNDS  40
+#define P4_FETCHES 10
+#define P4_BASE	   5
+#define WORDS	   512
 
 enum { W_SUM, W_BASE, W_LOCK, W_INLOCK, W_READ, W_P4 };
 
@@ -43,15 +43,15 @@ static struct itest_chan cc;
 
 struct keymsg {
 	struct sockaddr_in name;
-	struct rt_rkey plain;		/* the target's words */
-	struct rt_rkey evented;		/* the same, counted by mr_cntr */
+	struct rt_rkey plain;	/* the target's words */
+	struct rt_rkey evented; /* the same, counted by mr_cntr */
 };
 
 /* What an initiator reports when it is done. */
 struct report {
-	uint64_t base_ops;		/* completed fi_atomic / inject */
-	uint64_t fetch_ops;		/* completed fetch and compare */
-	uint64_t fetched[P1_OPS];	/* part 1's old values */
+	uint64_t base_ops;	  /* completed fi_atomic / inject */
+	uint64_t fetch_ops;	  /* completed fetch and compare */
+	uint64_t fetched[P1_OPS]; /* part 1's old values */
 };
 
 enum { SIG_DONE = 0x200 };
@@ -94,7 +94,8 @@ static uint64_t atomic_read(int w, const char *what)
 
 	RT_POST(fi_fetch_atomic(n.ep, NULL, 1, NULL, &result, NULL, n.peer,
 				word_addr(w), km.plain.key, FI_UINT64,
-				FI_ATOMIC_READ, &result), "%s", what);
+				FI_ATOMIC_READ, &result),
+		"%s", what);
 	atomic_done(&result, FI_READ, what);
 	return result;
 }
@@ -103,9 +104,9 @@ static uint64_t cswap(int w, uint64_t compare, uint64_t swap, const char *what)
 {
 	uint64_t result = ~0ULL;
 
-	RT_POST(fi_compare_atomic(n.ep, &swap, 1, NULL, &compare, NULL,
-				  &result, NULL, n.peer, word_addr(w),
-				  km.plain.key, FI_UINT64, FI_CSWAP, &result),
+	RT_POST(fi_compare_atomic(n.ep, &swap, 1, NULL, &compare, NULL, &result,
+				  NULL, n.peer, word_addr(w), km.plain.key,
+				  FI_UINT64, FI_CSWAP, &result),
 		"%s", what);
 	atomic_done(&result, FI_READ, what);
 	return result;
@@ -114,7 +115,8 @@ static uint64_t cswap(int w, uint64_t compare, uint64_t swap, const char *what)
 static void add_base(int w, int64_t add, uint64_t key, const char *what)
 {
 	RT_POST(fi_atomic(n.ep, &add, 1, NULL, n.peer, word_addr(w), key,
-			  FI_INT64, FI_SUM, &add), "%s", what);
+			  FI_INT64, FI_SUM, &add),
+		"%s", what);
 	atomic_done(&add, FI_WRITE, what);
 }
 
@@ -122,11 +124,16 @@ static void add_base(int w, int64_t add, uint64_t key, const char *what)
 static void add_injected(int w, int64_t add, bool by_msg, const char *what)
 {
 	struct fi_ioc ioc = { .addr = &add, .count = 1 };
-	struct fi_rma_ioc rma = { .addr = word_addr(w), .count = 1,
+	struct fi_rma_ioc rma = { .addr = word_addr(w),
+				  .count = 1,
 				  .key = km.plain.key };
 	struct fi_msg_atomic msg = {
-		.msg_iov = &ioc, .iov_count = 1, .addr = n.peer,
-		.rma_iov = &rma, .rma_iov_count = 1, .datatype = FI_INT64,
+		.msg_iov = &ioc,
+		.iov_count = 1,
+		.addr = n.peer,
+		.rma_iov = &rma,
+		.rma_iov_count = 1,
+		.datatype = FI_INT64,
 		.op = FI_SUM,
 	};
 	uint64_t done = fi_cntr_read(n.write_cntr);
@@ -137,7 +144,7 @@ static void add_injected(int w, int64_t add, bool by_msg, const char *what)
 		RT_POST(fi_inject_atomic(n.ep, &add, 1, n.peer, word_addr(w),
 					 km.plain.key, FI_INT64, FI_SUM),
 			"%s", what);
-	add = 0x7fff;		/* the operand is ours again at once */
+	add = 0x7fff; /* the operand is ours again at once */
 	rt_cntr_reach(n.write_cntr, done + 1, "%s", what);
 	rep.base_ops++;
 }
@@ -145,8 +152,8 @@ static void add_injected(int w, int64_t add, bool by_msg, const char *what)
 static void part1(void)
 {
 	for (int i = 0; i < P1_OPS; i++)
-		rep.fetched[i] = fetch_add(W_SUM, 1, km.plain.key,
-					   "a fetch-add of 1");
+		rep.fetched[i] =
+			fetch_add(W_SUM, 1, km.plain.key, "a fetch-add of 1");
 }
 
 static void part2(void)
@@ -165,13 +172,16 @@ static void part3(uint64_t me)
 		while (cswap(W_LOCK, 0, me + 1, "taking the lock"))
 			;
 		inside = atomic_read(W_INLOCK, "FI_ATOMIC_READ in the lock");
-		old = fetch_add(W_INLOCK, 1, km.plain.key, "an add in the lock");
-		EXPECT(old == inside, "round %d: the word moved from %" PRIu64
-			" to %" PRIu64 " while we held the lock", r, inside,
-			old);
+		old = fetch_add(W_INLOCK, 1, km.plain.key,
+				"an add in the lock");
+		EXPECT(old == inside,
+		       "round %d: the word moved from %" PRIu64 " to %" PRIu64
+		       " while we held the lock",
+		       r, inside, old);
 		old = cswap(W_LOCK, me + 1, 0, "releasing the lock");
-		EXPECT(old == me + 1, "round %d: the lock held %" PRIu64
-			", not our %" PRIu64, r, old, me + 1);
+		EXPECT(old == me + 1,
+		       "round %d: the lock held %" PRIu64 ", not our %" PRIu64,
+		       r, old, me + 1);
 	}
 }
 
@@ -179,16 +189,20 @@ static void part4(void)
 {
 	uint64_t before = atomic_read(W_P4, "FI_ATOMIC_READ of a word");
 
-	EXPECT(before == 7, "part 4's word reads %" PRIu64 ", the target "
-		"put 7 there", before);
+	EXPECT(before == 7,
+	       "part 4's word reads %" PRIu64 ", the target "
+	       "put 7 there",
+	       before);
 	EXPECT(atomic_read(W_P4, "FI_ATOMIC_READ again") == 7,
-		"FI_ATOMIC_READ changed the word");
+	       "FI_ATOMIC_READ changed the word");
 	for (int i = 0; i < P4_FETCHES; i++)
 		EXPECT(fetch_add(W_P4, 2, km.evented.key,
 				 "a fetch-add with the counted key") ==
-			7 + 2 * (uint64_t) i, "fetch-add %d", i);
+			       7 + 2 * (uint64_t) i,
+		       "fetch-add %d", i);
 	for (int i = 0; i < P4_BASE; i++)
-		add_base(W_P4, 1, km.evented.key, "an add with the counted key");
+		add_base(W_P4, 1, km.evented.key,
+			 "an add with the counted key");
 }
 
 static void expect_valid(int (*valid)(struct fid_ep *, enum fi_datatype,
@@ -200,7 +214,7 @@ static void expect_valid(int (*valid)(struct fid_ep *, enum fi_datatype,
 	int ret = valid(n.ep, dt, op, &count);
 
 	EXPECT(ret == want, "%s: %d (%s), expected %d", what, ret,
-		fi_strerror(-ret), want);
+	       fi_strerror(-ret), want);
 	EXPECT(ret || count == 1, "%s: count %zu", what, count);
 }
 
@@ -230,8 +244,10 @@ static void part5_support(void)
 		     -FI_EOPNOTSUPP, "CSWAP_NE i64");
 	RT_OK(fi_query_atomic(rt_domain(), FI_UINT64, FI_CSWAP, &attr,
 			      FI_COMPARE_ATOMIC));
-	EXPECT(attr.count == 1 && attr.size == 8, "fi_query_atomic: count %zu "
-		"size %zu", attr.count, attr.size);
+	EXPECT(attr.count == 1 && attr.size == 8,
+	       "fi_query_atomic: count %zu "
+	       "size %zu",
+	       attr.count, attr.size);
 	RT_CALL(fi_query_atomic(rt_domain(), FI_UINT64, FI_SUM, &attr,
 				FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC),
 		-FI_EINVAL);
@@ -244,27 +260,37 @@ static void part5_invalid(void)
 	uint32_t small = 1;
 
 	RT_CALL(fi_atomic(n.ep, v, 2, NULL, n.peer, word_addr(W_READ),
-			  km.plain.key, FI_UINT64, FI_SUM, NULL), -FI_EINVAL);
+			  km.plain.key, FI_UINT64, FI_SUM, NULL),
+		-FI_EINVAL);
 	RT_CALL(fi_atomic(n.ep, v, 1, NULL, n.peer, word_addr(W_READ) + 4,
-			  km.plain.key, FI_UINT64, FI_SUM, NULL), -FI_EINVAL);
+			  km.plain.key, FI_UINT64, FI_SUM, NULL),
+		-FI_EINVAL);
 	RT_CALL(fi_atomic(n.ep, &small, 1, NULL, n.peer, word_addr(W_READ),
 			  km.plain.key, FI_UINT32, FI_SUM, NULL),
 		-FI_EOPNOTSUPP);
 	RT_CALL(fi_fetch_atomic(n.ep, v, 1, NULL, &result, NULL, n.peer,
 				word_addr(W_READ), km.plain.key, FI_UINT64,
-				FI_MIN, NULL), -FI_EOPNOTSUPP);
+				FI_MIN, NULL),
+		-FI_EOPNOTSUPP);
 	RT_CALL(fi_atomic(n.ep, v, 1, NULL, n.peer, word_addr(W_READ),
 			  km.plain.key, FI_UINT64, FI_CSWAP, NULL),
 		-FI_EOPNOTSUPP);
-	RT_CALL(fi_atomicmsg(n.ep, &(struct fi_msg_atomic) {
-				.msg_iov = &(struct fi_ioc) { .addr = v,
-							      .count = 1 },
-				.iov_count = 1, .addr = n.peer,
-				.rma_iov = &(struct fi_rma_ioc) {
-					.addr = word_addr(W_READ), .count = 1,
-					.key = km.plain.key },
-				.rma_iov_count = 1, .datatype = FI_UINT64,
-				.op = FI_SUM }, FI_TAGGED), -FI_EOPNOTSUPP);
+	RT_CALL(fi_atomicmsg(n.ep,
+			     &(struct fi_msg_atomic){
+				     .msg_iov = &(struct fi_ioc){ .addr = v,
+								  .count = 1 },
+				     .iov_count = 1,
+				     .addr = n.peer,
+				     .rma_iov =
+					     &(struct fi_rma_ioc){
+						     .addr = word_addr(W_READ),
+						     .count = 1,
+						     .key = km.plain.key },
+				     .rma_iov_count = 1,
+				     .datatype = FI_UINT64,
+				     .op = FI_SUM },
+			     FI_TAGGED),
+		-FI_EOPNOTSUPP);
 	rt_cq_expect_empty(n.tx, "after atomics refused at once");
 }
 
@@ -282,20 +308,21 @@ static void part5_bad_key(void)
 	rt_note("   a fetch-add with a wrong key: err %d (%s), prov_errno %d",
 		e.err, fi_strerror(e.err), e.prov_errno);
 	EXPECT(e.err > 0 && e.prov_errno != 0 && e.op_context == &result,
-		"err %d prov_errno %d context %p", e.err, e.prov_errno,
-		e.op_context);
+	       "err %d prov_errno %d context %p", e.err, e.prov_errno,
+	       e.op_context);
 	EXPECT((e.flags & (FI_ATOMIC | FI_READ)) == (FI_ATOMIC | FI_READ),
-		"flags 0x%" PRIx64, e.flags);
+	       "flags 0x%" PRIx64, e.flags);
 	EXPECT(fi_cntr_readerr(n.read_cntr) == errs + 1, "the read counter's "
-		"error count");
+							 "error count");
 	EXPECT(fetch_add(W_READ, 1, km.plain.key, "the next fetch-add") == 0,
-		"the wrong key's add landed");
+	       "the wrong key's add landed");
 }
 
 static void initiator(void *arg)
 {
 	uint64_t me = (uintptr_t) arg;
-	struct rt_node_opts o = { .tx_errors_ok = true, .write_cntr = true,
+	struct rt_node_opts o = { .tx_errors_ok = true,
+				  .write_cntr = true,
 				  .read_cntr = true };
 
 	cc = rt_initiator_chan(links, NINIT, (int) me);
@@ -335,8 +362,8 @@ static void check_fetched(const struct report *r)
 	for (uint64_t i = 0; i < NINIT * P1_OPS; i++)
 		if (all[i] != i)
 			FAIL("part 1: the sorted fetched values hold %" PRIu64
-			      " at %" PRIu64 ": a value fetched twice or never",
-			      all[i], i);
+			     " at %" PRIu64 ": a value fetched twice or never",
+			     all[i], i);
 }
 
 static void target_checks(const uint64_t *words, const struct report *r,
@@ -350,30 +377,34 @@ static void target_checks(const uint64_t *words, const struct report *r,
 	}
 	check_fetched(r);
 	EXPECT(words[W_SUM] == NINIT * P1_OPS, "part 1's word: %" PRIu64,
-		words[W_SUM]);
-	EXPECT((int64_t) words[W_BASE] == NINIT * P2_OPS * 2, "part 2's sum: %"
-		PRId64 ", expected %d", (int64_t) words[W_BASE],
-		NINIT * P2_OPS * 2);
+	       words[W_SUM]);
+	EXPECT((int64_t) words[W_BASE] == NINIT * P2_OPS * 2,
+	       "part 2's sum: %" PRId64 ", expected %d",
+	       (int64_t) words[W_BASE], NINIT * P2_OPS * 2);
 	EXPECT(words[W_LOCK] == 0 && words[W_INLOCK] == NINIT * P3_ROUNDS,
-		"part 3: lock %" PRIu64 ", adds in the lock %" PRIu64,
-		words[W_LOCK], words[W_INLOCK]);
-	EXPECT(words[W_P4] == 7 + 2 * P4_FETCHES + P4_BASE, "part 4's word: %"
-		PRIu64, words[W_P4]);
+	       "part 3: lock %" PRIu64 ", adds in the lock %" PRIu64,
+	       words[W_LOCK], words[W_INLOCK]);
+	EXPECT(words[W_P4] == 7 + 2 * P4_FETCHES + P4_BASE,
+	       "part 4's word: %" PRIu64, words[W_P4]);
 	EXPECT(words[W_READ] == 1, "part 5's word: %" PRIu64, words[W_READ]);
 	for (int w = W_P4 + 1; w < WORDS; w++)
 		EXPECT(words[w] == 0, "word %d moved: %" PRIu64, w, words[w]);
 	rt_guard_check(words, WORDS * 8, "the target's words");
-	EXPECT(fi_cntr_read(t->remote_cntr) == base, "FI_REMOTE_WRITE counter "
-		"%" PRIu64 ", base atomics %" PRIu64,
-		fi_cntr_read(t->remote_cntr), base);
-	EXPECT(fi_cntr_read(t->rread_cntr) == fetch, "FI_REMOTE_READ counter %"
-		PRIu64 ", fetching and comparing atomics %" PRIu64,
-		fi_cntr_read(t->rread_cntr), fetch);
-	EXPECT(fi_cntr_read(mr_cntr) == P4_FETCHES + P4_BASE, "the "
-		"registration's counter: %" PRIu64, fi_cntr_read(mr_cntr));
+	EXPECT(fi_cntr_read(t->remote_cntr) == base,
+	       "FI_REMOTE_WRITE counter "
+	       "%" PRIu64 ", base atomics %" PRIu64,
+	       fi_cntr_read(t->remote_cntr), base);
+	EXPECT(fi_cntr_read(t->rread_cntr) == fetch,
+	       "FI_REMOTE_READ counter %" PRIu64
+	       ", fetching and comparing atomics %" PRIu64,
+	       fi_cntr_read(t->rread_cntr), fetch);
+	EXPECT(fi_cntr_read(mr_cntr) == P4_FETCHES + P4_BASE,
+	       "the "
+	       "registration's counter: %" PRIu64,
+	       fi_cntr_read(mr_cntr));
 	rt_note("%" PRIu64 " base and %" PRIu64 " fetching atomics from %d "
-		"initiators: words, old values and counters exact", base,
-		fetch, NINIT);
+		"initiators: words, old values and counters exact",
+		base, fetch, NINIT);
 }
 
 static void target(void)
@@ -392,15 +423,17 @@ static void target(void)
 	plain = rt_mr_reg(words, WORDS * 8, rw, 0);
 	evented = rt_mr_reg_cntr(words, WORDS * 8, rw, mr_cntr, rw);
 	rt_node_open(&t, &o, "target");
-	m = (struct keymsg) { .name = t.name,
-			      .plain = rt_rkey_of(plain, words, WORDS * 8),
-			      .evented = rt_rkey_of(evented, words, WORDS * 8) };
+	m = (struct keymsg){ .name = t.name,
+			     .plain = rt_rkey_of(plain, words, WORDS * 8),
+			     .evented = rt_rkey_of(evented, words, WORDS * 8) };
 	for (int i = 0; i < NINIT; i++)
 		itest_chan_write(&pc[i], &m, sizeof(m));
 	/* Progress accepts the connections; the atomics need none. */
 	for (int i = 0; i < NINIT; i++)
-		rt_chan_read(&pc[i], &r[i], sizeof(r[i]), "initiator %d's "
-			     "report", i);
+		rt_chan_read(&pc[i], &r[i], sizeof(r[i]),
+			     "initiator %d's "
+			     "report",
+			     i);
 	target_checks(words, r, &t, mr_cntr);
 	for (int i = 0; i < NINIT; i++)
 		itest_signal(&pc[i], SIG_DONE);
@@ -415,6 +448,7 @@ int main(void)
 {
 	int64_t start = itest_now_ms();
 
+	rt_init();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rt_fork_initiators(links, pc, NINIT, initiator);
 	target();

@@ -123,7 +123,8 @@ static void check_enabled(struct fid_ep *ep, uint16_t port)
 			   &optval, &optlen));
 	CHECK(optval == 128);
 	CHECK_RET(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE,
-			    &optval, &optlen), -FI_ENOPROTOOPT);
+			    &optval, &optlen),
+		  -FI_ENOPROTOOPT);
 	/* fi_addr 0 is not in the (empty) AV. */
 	CHECK_RET(fi_send(ep, buf, sizeof(buf), NULL, 0, NULL), -FI_EINVAL);
 }

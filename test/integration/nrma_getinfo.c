@@ -105,8 +105,9 @@ static void check_unmet(void)
 
 	/* TEST-NET-1: on no device of ours. */
 	hints = itest_hints();
-	CHECK_RET(fi_getinfo(ITEST_VERSION, "192.0.2.1", NULL, FI_SOURCE,
-			     hints, &info), -FI_ENODATA);
+	CHECK_RET(fi_getinfo(ITEST_VERSION, "192.0.2.1", NULL, FI_SOURCE, hints,
+			     &info),
+		  -FI_ENODATA);
 	fi_freeinfo(hints);
 }
 
@@ -148,8 +149,8 @@ static void check_dest(void)
 	fi_freeinfo(info);
 
 	/* A node alone, without a service. */
-	CHECK_OK(fi_getinfo(ITEST_VERSION, itest_addr(), NULL, 0, hints,
-			    &info));
+	CHECK_OK(
+		fi_getinfo(ITEST_VERSION, itest_addr(), NULL, 0, hints, &info));
 	dev = find_device(info);
 	CHECK(dev->dest_addr != NULL);
 	CHECK(itest_is_test_addr(dev->dest_addr));

@@ -9,10 +9,10 @@
 
 #include "itest.h"
 
-#define ACCESS_BITS	6	/* FI_SEND ... FI_REMOTE_WRITE below */
-#define NSIZES		3
-#define NCELLS		6	/* FI_NRMA_NOTIFY_CELLS for this program */
-#define NCOMBOS		((1u << ACCESS_BITS) - 1)	/* non-empty ones */
+#define ACCESS_BITS 6 /* FI_SEND ... FI_REMOTE_WRITE below */
+#define NSIZES	    3
+#define NCELLS	    6 /* FI_NRMA_NOTIFY_CELLS for this program */
+#define NCOMBOS	    ((1u << ACCESS_BITS) - 1) /* non-empty ones */
 
 static const uint64_t access_bit[ACCESS_BITS] = {
 	FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
@@ -104,10 +104,10 @@ static void check_twice(void)
 	static char buf[4096];
 	struct fid_mr *a, *b;
 
-	CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0,
-			   0, &a, NULL));
-	CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0,
-			   0, &b, NULL));
+	CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0, 0,
+			   &a, NULL));
+	CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0, 0,
+			   &b, NULL));
 	CHECK(fi_mr_key(a) != FI_KEY_NOTAVAIL);
 	CHECK(fi_mr_key(b) != FI_KEY_NOTAVAIL);
 	CHECK(fi_mr_key(a) != fi_mr_key(b));
@@ -123,7 +123,9 @@ static void check_regv_regattr(void)
 		{ .iov_base = buf[1], .iov_len = sizeof(buf[1]) },
 	};
 	struct fi_mr_attr attr = {
-		.mr_iov = iov, .iov_count = 1, .access = FI_REMOTE_WRITE,
+		.mr_iov = iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
 		.iface = FI_HMEM_SYSTEM,
 	};
 	struct fid_mr *mr;
@@ -149,8 +151,9 @@ static void check_bad_args(void)
 	static char buf[64];
 	struct fid_mr *mr;
 
-	CHECK_RET(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND, 0, 0,
-			    1ULL << 60, &mr, NULL), -FI_EBADFLAGS);
+	CHECK_RET(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 60,
+			    &mr, NULL),
+		  -FI_EBADFLAGS);
 	CHECK_RET(fi_mr_reg(domain, NULL, 4096, FI_SEND, 0, 0, 0, &mr, NULL),
 		  -FI_EINVAL);
 }
@@ -185,7 +188,7 @@ static void check_bind(void)
 	CHECK_RET(fi_mr_bind(mr, &rc->fid, FI_REMOTE_WRITE), -FI_EINVAL);
 	CHECK_RET(fi_mr_bind(mr, &rc->fid, FI_SEND), -FI_EBADFLAGS);
 	CHECK_RET(fi_mr_bind(mr, &rc->fid, 0), -FI_EINVAL);
-	CHECK_OK(fi_cq_open(domain, &(struct fi_cq_attr) { 0 }, &cq, NULL));
+	CHECK_OK(fi_cq_open(domain, &(struct fi_cq_attr){ 0 }, &cq, NULL));
 	CHECK_RET(fi_mr_bind(mr, &cq->fid, FI_REMOTE_READ), -FI_EINVAL);
 	CHECK_OK(fi_close(&cq->fid));
 	CHECK_OK(fi_mr_bind(mr, &rc->fid, FI_REMOTE_READ));
@@ -206,8 +209,8 @@ static void check_cell_limit(void)
 	struct fid_mr *mr[NCELLS + 1];
 
 	for (int i = 0; i <= NCELLS; i++)
-		CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_REMOTE_WRITE,
-				   0, 0, FI_RMA_EVENT, &mr[i], NULL));
+		CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0,
+				   0, FI_RMA_EVENT, &mr[i], NULL));
 	for (int i = 0; i < NCELLS; i++)
 		CHECK_OK(fi_mr_bind(mr[i], &cntr->fid, FI_REMOTE_WRITE));
 	CHECK_RET(fi_mr_bind(mr[NCELLS], &cntr->fid, FI_REMOTE_WRITE),

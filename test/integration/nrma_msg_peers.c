@@ -19,31 +19,31 @@
  */
 #include "itest_msg.h"
 
-#define NSENDERS	8
-#define PER_SENDER	20
-#define RECV_LEN	17000
-#define ROUNDS		10
+#define NSENDERS   8
+#define PER_SENDER 20
+#define RECV_LEN   17000
+#define ROUNDS	   10
 
 /* Signals between the server and its senders. */
 enum {
-	SIG_DONE = 1,	/* server: all received; sender: closed (part 4) */
-	SIG_SENT,	/* sender: all my sends have completed */
+	SIG_DONE = 1, /* server: all received; sender: closed (part 4) */
+	SIG_SENT,     /* sender: all my sends have completed */
 };
 
-static struct itest_link links[NSENDERS + 1];	/* the last: the peer */
+static struct itest_link links[NSENDERS + 1]; /* the last: the peer */
 static struct itest_chan chans[NSENDERS + 1];
 /* Endpoints that open quickly: the many-to-one server keeps the default. */
 static const struct itest_node_opts small = { .tx_size = 32, .rx_size = 32 };
 static char ctx[512];
 
-#define CTX(i)		((void *) &ctx[i])
-#define CTX_INDEX(p)	((size_t) ((char *) (p) - ctx))
+#define CTX(i)	     ((void *) &ctx[i])
+#define CTX_INDEX(p) ((size_t) ((char *) (p) -ctx))
 
 /* 1 and 4: many to one */
 
 static size_t m2o_len(size_t sender, size_t seq)
 {
-	if (seq % 5 == 4)			/* rendezvous */
+	if (seq % 5 == 4) /* rendezvous */
 		return 16384 + sender * 10 + seq;
 	return 200 + seq * 3 + sender;
 }
@@ -76,8 +76,9 @@ static void m2o_sender(struct itest_chan *ch, size_t me, size_t part)
 		unsigned char *b = buf + s * RECV_LEN;
 
 		itest_msg_fill(b, m2o_len(me, s), m2o_seed(part, me, s));
-		ITEST_POST(fi_send(n.ep, b, m2o_len(me, s), NULL, n.peer,
-				   CTX(s)), "a sender's fi_send");
+		ITEST_POST(
+			fi_send(n.ep, b, m2o_len(me, s), NULL, n.peer, CTX(s)),
+			"a sender's fi_send");
 	}
 	for (size_t s = 0; s < PER_SENDER; s++) {
 		struct itest_comp c = itest_cq_wait(n.tx, "a send completion");
@@ -107,8 +108,8 @@ static void m2o_sender(struct itest_chan *ch, size_t me, size_t part)
 
 static void m2o_server(size_t part)
 {
-	unsigned char *buf = malloc(NSENDERS * PER_SENDER *
-				    (RECV_LEN + ITEST_GUARD));
+	unsigned char *buf =
+		malloc(NSENDERS * PER_SENDER * (RECV_LEN + ITEST_GUARD));
 	struct itest_comp comp[NSENDERS * PER_SENDER];
 	bool done[NSENDERS * PER_SENDER] = { false };
 	size_t next[NSENDERS] = { 0 };
@@ -122,8 +123,10 @@ static void m2o_server(size_t part)
 
 		itest_chan_read(&chans[i], &name, sizeof(name),
 				"a sender's name");
-		EXPECT(itest_node_insert(&n, &name) == i, "sender %zu's "
-		       "fi_addr_t is %" PRIu64, i, n.peer);
+		EXPECT(itest_node_insert(&n, &name) == i,
+		       "sender %zu's "
+		       "fi_addr_t is %" PRIu64,
+		       i, n.peer);
 	}
 	/*
 	 * Part 4 directs receive j to sender j % NSENDERS (FI_DIRECTED_RECV):
@@ -141,7 +144,8 @@ static void m2o_server(size_t part)
 		itest_chan_write(&chans[i], &n.name, sizeof(n.name));
 	for (size_t k = 0; k < total; k++) {
 		const char *what = itest_fmt("part %zu: receive completion %zu "
-					     "of %zu", part, k, total);
+					     "of %zu",
+					     part, k, total);
 		struct itest_comp c = itest_cq_wait(n.rx, what);
 		size_t j = CTX_INDEX(c.op_context);
 
@@ -159,27 +163,35 @@ static void m2o_server(size_t part)
 		size_t seq, directed;
 
 		EXPECT_COMP(comp[j], CTX(j), FI_RECV | FI_MSG, 0, what);
-		EXPECT(src < NSENDERS, "%s: src_addr %" PRIu64 " is not a "
-		       "sender's fi_addr_t", what, src);
+		EXPECT(src < NSENDERS,
+		       "%s: src_addr %" PRIu64 " is not a "
+		       "sender's fi_addr_t",
+		       what, src);
 		seq = next[src]++;
-		EXPECT(seq < PER_SENDER, "%s: more than %d messages from "
-		       "sender %" PRIu64, what, PER_SENDER, src);
+		EXPECT(seq < PER_SENDER,
+		       "%s: more than %d messages from "
+		       "sender %" PRIu64,
+		       what, PER_SENDER, src);
 		directed = j % NSENDERS;
-		EXPECT(part != 4 || (src == directed &&
-				     seq == j / NSENDERS),
+		EXPECT(part != 4 || (src == directed && seq == j / NSENDERS),
 		       "%s: directed to sender %zu, got message %zu of sender "
-		       "%" PRIu64, what, directed, seq, src);
-		EXPECT(comp[j].len == m2o_len(src, seq), "%s: len %zu, "
-		       "expected %zu (message %zu of sender %" PRIu64 ")", what,
-		       comp[j].len, m2o_len(src, seq), seq, src);
+		       "%" PRIu64,
+		       what, directed, seq, src);
+		EXPECT(comp[j].len == m2o_len(src, seq),
+		       "%s: len %zu, "
+		       "expected %zu (message %zu of sender %" PRIu64 ")",
+		       what, comp[j].len, m2o_len(src, seq), seq, src);
 		itest_msg_check(b, comp[j].len, m2o_seed(part, src, seq),
 				itest_fmt("%s (message %zu of sender %" PRIu64
-					  " by src_addr)", what, seq, src));
+					  " by src_addr)",
+					  what, seq, src));
 		itest_guard_check(b, RECV_LEN, what);
 	}
 	for (size_t i = 0; i < NSENDERS; i++)
-		EXPECT(next[i] == PER_SENDER, "part %zu: %zu messages from "
-		       "sender %zu, expected %d", part, next[i], i, PER_SENDER);
+		EXPECT(next[i] == PER_SENDER,
+		       "part %zu: %zu messages from "
+		       "sender %zu, expected %d",
+		       part, next[i], i, PER_SENDER);
 	itest_cq_expect_empty(n.rx, "after all messages");
 	/*
 	 * Progress until every sender has its send completions: a rendezvous
@@ -214,8 +226,8 @@ static int64_t simultaneous(struct itest_chan *ch, bool parent)
 	int64_t slowest = 0;
 
 	for (int round = 0; round < ROUNDS; round++) {
-		const char *what = itest_fmt("simultaneous connect, round %d",
-					     round);
+		const char *what =
+			itest_fmt("simultaneous connect, round %d", round);
 		uint64_t mine = 0xb00000 | round << 4 | parent;
 		uint64_t theirs = 0xb00000 | round << 4 | !parent;
 		struct itest_node n;
@@ -227,7 +239,8 @@ static int64_t simultaneous(struct itest_chan *ch, bool parent)
 		for (size_t k = 0; k < 2; k++) {
 			itest_guard_reset(rbuf[k], 200 + k, 0);
 			ITEST_POST(fi_recv(n.ep, rbuf[k], 200 + k, NULL,
-					   FI_ADDR_UNSPEC, CTX(10 + k)), what);
+					   FI_ADDR_UNSPEC, CTX(10 + k)),
+				   what);
 			itest_msg_fill(sbuf[k], 200 + k, mine + (k << 12));
 		}
 		itest_sync(ch, ++step_tag, what);
@@ -239,9 +252,10 @@ static int64_t simultaneous(struct itest_chan *ch, bool parent)
 		EXPECT_COMP(c, CTX(0), FI_SEND | FI_MSG, 0, what);
 		c = itest_cq_wait(n.rx, what);
 		EXPECT_COMP(c, CTX(10), FI_RECV | FI_MSG, 0, what);
-		EXPECT(c.len == 200 && c.src == n.peer, "%s: len %zu, src_addr "
-		       "%" PRIu64 " (peer %" PRIu64 ")", what, c.len, c.src,
-		       n.peer);
+		EXPECT(c.len == 200 && c.src == n.peer,
+		       "%s: len %zu, src_addr "
+		       "%" PRIu64 " (peer %" PRIu64 ")",
+		       what, c.len, c.src, n.peer);
 		itest_msg_check(rbuf[0], 200, theirs, what);
 		if (itest_now_ms() - t0 > slowest)
 			slowest = itest_now_ms() - t0;
@@ -253,8 +267,8 @@ static int64_t simultaneous(struct itest_chan *ch, bool parent)
 		EXPECT_COMP(c, CTX(1), FI_SEND | FI_MSG, 0, what);
 		c = itest_cq_wait(n.rx, what);
 		EXPECT_COMP(c, CTX(11), FI_RECV | FI_MSG, 0, what);
-		EXPECT(c.src == n.peer, "%s: second message's src_addr %"
-		       PRIu64, what, c.src);
+		EXPECT(c.src == n.peer,
+		       "%s: second message's src_addr %" PRIu64, what, c.src);
 		itest_msg_check(rbuf[1], 201, theirs + (1 << 12), what);
 		itest_guard_check(rbuf[0], 200, what);
 		itest_guard_check(rbuf[1], 201, what);
@@ -267,7 +281,7 @@ static int64_t simultaneous(struct itest_chan *ch, bool parent)
 	return slowest;
 }
 
-#define FIRST_RNDV	65536
+#define FIRST_RNDV 65536
 
 /*
  * The first message on a new connection needs an answer from its receiver
@@ -282,10 +296,10 @@ static void first_message(struct itest_chan *ch, bool parent)
 		bool sender = (round & 1) == parent;
 		bool dc = round % 4 >= 2;
 		size_t len = dc ? 500 : FIRST_RNDV;
-		const char *what = itest_fmt("first message on a new connection"
-					     " (%s, %zu bytes), round %d",
-					     dc ? "FI_DELIVERY_COMPLETE" :
-					     "rendezvous", len, round);
+		const char *what = itest_fmt(
+			"first message on a new connection"
+			" (%s, %zu bytes), round %d",
+			dc ? "FI_DELIVERY_COMPLETE" : "rendezvous", len, round);
 		struct itest_node n;
 		struct itest_comp c;
 
@@ -293,19 +307,23 @@ static void first_message(struct itest_chan *ch, bool parent)
 		itest_node_exchange(&n, ch);
 		if (sender) {
 			struct iovec iov = { .iov_base = buf, .iov_len = len };
-			struct fi_msg m = { .msg_iov = &iov, .iov_count = 1,
-					    .addr = n.peer, .context = CTX(0) };
+			struct fi_msg m = { .msg_iov = &iov,
+					    .iov_count = 1,
+					    .addr = n.peer,
+					    .context = CTX(0) };
 
 			itest_msg_fill(buf, len, 0xc00 + round);
 			itest_expect(ch, ++step_tag, "the peer's receive");
-			ITEST_POST(fi_sendmsg(n.ep, &m, dc ?
-					      FI_DELIVERY_COMPLETE : 0), what);
+			ITEST_POST(fi_sendmsg(n.ep, &m,
+					      dc ? FI_DELIVERY_COMPLETE : 0),
+				   what);
 			c = itest_cq_wait(n.tx, what);
 			EXPECT_COMP(c, CTX(0), FI_SEND | FI_MSG, 0, what);
 		} else {
 			itest_guard_reset(buf, len, 0);
 			ITEST_POST(fi_recv(n.ep, buf, len, NULL, FI_ADDR_UNSPEC,
-					   CTX(1)), what);
+					   CTX(1)),
+				   what);
 			itest_signal(ch, ++step_tag);
 			c = itest_cq_wait(n.rx, what);
 			EXPECT_COMP(c, CTX(1), FI_RECV | FI_MSG, 0, what);
@@ -368,8 +386,8 @@ static void refused(void)
 	itest_node_open(&n, &small, "refused");
 	itest_node_insert(&n, &name);
 	t0 = itest_now_ms();
-	while ((ret = fi_send(n.ep, buf, sizeof(buf), NULL, n.peer,
-			      CTX(0))) == -FI_EAGAIN) {
+	while ((ret = fi_send(n.ep, buf, sizeof(buf), NULL, n.peer, CTX(0))) ==
+	       -FI_EAGAIN) {
 		eagain++;
 		if (itest_now_ms() - t0 > 30000)
 			FAIL("fi_send to a port nobody listens on still "
@@ -380,16 +398,18 @@ static void refused(void)
 	}
 	elapsed = itest_now_ms() - t0;
 	printf("refused: fi_send returned %zd (%s) after %" PRId64 " ms and "
-	       "%zu -FI_EAGAIN\n", ret, fi_strerror((int) -ret), elapsed,
-	       eagain);
-	EXPECT(ret == -FI_ECONNREFUSED, "fi_send to a port nobody listens on "
-	       "returned %zd (%s) after %" PRId64 " ms", ret,
-	       fi_strerror((int) -ret), elapsed);
+	       "%zu -FI_EAGAIN\n",
+	       ret, fi_strerror((int) -ret), elapsed, eagain);
+	EXPECT(ret == -FI_ECONNREFUSED,
+	       "fi_send to a port nobody listens on "
+	       "returned %zd (%s) after %" PRId64 " ms",
+	       ret, fi_strerror((int) -ret), elapsed);
 	EXPECT(eagain > 0, "no -FI_EAGAIN before the refusal");
 	/* The provider keeps trying refused peers for 10 s (the peer may
 	 * just not be listening yet). */
-	EXPECT(elapsed >= 8000 && elapsed <= 20000, "refusal after %" PRId64
-	       " ms: expected after about 10 s", elapsed);
+	EXPECT(elapsed >= 8000 && elapsed <= 20000,
+	       "refusal after %" PRId64 " ms: expected after about 10 s",
+	       elapsed);
 	/* Reported once; the next call tries again. */
 	CHECK_RET(fi_send(n.ep, buf, sizeof(buf), NULL, n.peer, CTX(0)),
 		  -FI_EAGAIN);
@@ -401,7 +421,7 @@ static void refused(void)
 
 /* 6: local communication */
 
-#define SELF_PATIENCE_MS	15000
+#define SELF_PATIENCE_MS 15000
 
 /*
  * from sends len bytes to to (fi_addr dest), which receives them; the
@@ -506,9 +526,8 @@ static void peer_main(void *arg)
 	(void) arg;
 	close_other_links(NSENDERS);
 	ch = itest_link_child(&links[NSENDERS]);
-	(void) itest_domain();		/* slow in a VM: meanwhile, part 1 */
-	itest_expect_idle(&ch, 100, 3 * itest_wait_ms(),
-			  "the parent's part 2");
+	(void) itest_domain(); /* slow in a VM: meanwhile, part 1 */
+	itest_expect_idle(&ch, 100, 3 * itest_wait_ms(), "the parent's part 2");
 	itest_step = "part 2 (simultaneous connect)";
 	(void) simultaneous(&ch, false);
 	itest_step = "part 3 (first message needing an answer)";
@@ -566,7 +585,8 @@ int main(void)
 	slowest = simultaneous(&chans[NSENDERS], true);
 	/* Not checked: the VM's timing varies too much. */
 	printf("[%5.1f s] simultaneous connect: %d rounds, the slowest first "
-	       "exchange took %" PRId64 " ms\n", secs(t0), ROUNDS, slowest);
+	       "exchange took %" PRId64 " ms\n",
+	       secs(t0), ROUNDS, slowest);
 	itest_step = "part 3 (first message needing an answer)";
 	first_message(&chans[NSENDERS], true);
 	printf("[%5.1f s] first message needing an answer: %d rounds\n",

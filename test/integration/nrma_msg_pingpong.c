@@ -13,22 +13,22 @@
  */
 #include "itest_msg.h"
 
-#define MIB		(1024 * 1024)
-#define MAX_SIZE	(4 * MIB)
-#define BUF_SIZE	(9 * MIB)	/* 8 streamed MiB and their guards */
+#define MIB	 (1024 * 1024)
+#define MAX_SIZE (4 * MIB)
+#define BUF_SIZE (9 * MIB) /* 8 streamed MiB and their guards */
 
 static struct itest_link link_ab;
 static struct itest_node node;
 static struct itest_chan chan;
 static bool is_a;
-static uint32_t step_tag;	/* signals, in step on both sides */
+static uint32_t step_tag; /* signals, in step on both sides */
 
 static unsigned char *sbuf, *rbuf;
 static struct fid_mr *smr, *rmr;
-static char ctx[1024];		/* op contexts: &ctx[i] */
+static char ctx[1024]; /* op contexts: &ctx[i] */
 
-#define CTX(i)		((void *) &ctx[i])
-#define CTX_INDEX(p)	((size_t) ((char *) (p) - ctx))
+#define CTX(i)	     ((void *) &ctx[i])
+#define CTX_INDEX(p) ((size_t) ((char *) (p) -ctx))
 
 static const char *me(void)
 {
@@ -59,7 +59,7 @@ static size_t pp_schedule(struct pp_step *steps)
 		int iters = pp_sizes[i] >= MIB ? 2 : 3;
 
 		for (int it = 0; it < iters; it++)
-			steps[n++] = (struct pp_step) { pp_sizes[i], it };
+			steps[n++] = (struct pp_step){ pp_sizes[i], it };
 	}
 	return n;
 }
@@ -79,17 +79,20 @@ static void pp_post_recv(const struct pp_step *s, size_t k)
 {
 	itest_guard_reset(rbuf, s->size, 0);
 	ITEST_POST(fi_recv(node.ep, rbuf, s->size, pp_desc(s, rmr),
-			   FI_ADDR_UNSPEC, CTX(k % 2)), "ping-pong fi_recv");
+			   FI_ADDR_UNSPEC, CTX(k % 2)),
+		   "ping-pong fi_recv");
 }
 
 static void pp_check_recv(const struct pp_step *s, size_t k, int dir)
 {
 	const char *what = itest_fmt("%s: ping-pong receive of %zu bytes "
-				     "(iteration %d)", me(), s->size, s->iter);
+				     "(iteration %d)",
+				     me(), s->size, s->iter);
 	struct itest_comp c = itest_cq_wait(node.rx, what);
 
-	EXPECT_COMP(c, CTX(k % 2), FI_RECV | FI_MSG, FI_SEND | FI_TAGGED |
-		    FI_REMOTE_CQ_DATA | FI_MULTI_RECV, what);
+	EXPECT_COMP(c, CTX(k % 2), FI_RECV | FI_MSG,
+		    FI_SEND | FI_TAGGED | FI_REMOTE_CQ_DATA | FI_MULTI_RECV,
+		    what);
 	EXPECT(c.len == s->size, "%s: len %zu", what, c.len);
 	EXPECT(c.src == node.peer, "%s: src_addr %" PRIu64 ", peer is %" PRIu64,
 	       what, c.src, node.peer);
@@ -100,12 +103,14 @@ static void pp_check_recv(const struct pp_step *s, size_t k, int dir)
 static void pp_send(const struct pp_step *s, size_t k, int dir)
 {
 	const char *what = itest_fmt("%s: ping-pong send of %zu bytes "
-				     "(iteration %d)", me(), s->size, s->iter);
+				     "(iteration %d)",
+				     me(), s->size, s->iter);
 	struct itest_comp c;
 
 	itest_msg_fill(sbuf, s->size, pp_seed(s, k, dir));
 	ITEST_POST(fi_send(node.ep, sbuf, s->size, pp_desc(s, smr), node.peer,
-			   CTX(2)), what);
+			   CTX(2)),
+		   what);
 	c = itest_cq_wait(node.tx, what);
 	EXPECT_COMP(c, CTX(2), FI_SEND | FI_MSG, FI_RECV | FI_TAGGED, what);
 }
@@ -140,7 +145,8 @@ static void max_size(void)
 {
 	size_t max = itest_info->ep_attr->max_msg_size;
 	const char *what = itest_fmt("%s: a message of max_msg_size (%zu "
-				     "bytes)", me(), max);
+				     "bytes)",
+				     me(), max);
 	struct itest_comp c;
 
 	CHECK(max >= MAX_SIZE);
@@ -152,9 +158,11 @@ static void max_size(void)
 	if (is_a) {
 		itest_msg_fill(sbuf, max, 0x3a3a);
 		CHECK_RET(fi_send(node.ep, sbuf, max + 1, NULL, node.peer,
-				  CTX(3)), -FI_EINVAL);
+				  CTX(3)),
+			  -FI_EINVAL);
 		CHECK_RET(fi_tsend(node.ep, sbuf, max + 1, NULL, node.peer, 1,
-				   CTX(3)), -FI_EINVAL);
+				   CTX(3)),
+			  -FI_EINVAL);
 		itest_expect(&chan, ++step_tag, "B's receive");
 		ITEST_POST(fi_send(node.ep, sbuf, max, NULL, node.peer, CTX(3)),
 			   what);
@@ -163,7 +171,8 @@ static void max_size(void)
 	} else {
 		itest_guard_reset(rbuf, max, 0);
 		ITEST_POST(fi_recv(node.ep, rbuf, max, NULL, FI_ADDR_UNSPEC,
-				   CTX(4)), what);
+				   CTX(4)),
+			   what);
 		itest_signal(&chan, ++step_tag);
 		c = itest_cq_wait(node.rx, what);
 		EXPECT_COMP(c, CTX(4), FI_RECV | FI_MSG, 0, what);
@@ -196,11 +205,11 @@ static void stream(bool sender, size_t count, size_t size, uint32_t id)
 		itest_signal(&chan, ++step_tag);
 		for (size_t i = 0; i < count; i++) {
 			what = itest_fmt("%s: stream %u: completion %zu of "
-					 "%zu (%zu bytes)", me(), id, i, count,
-					 size);
+					 "%zu (%zu bytes)",
+					 me(), id, i, count, size);
 			c = itest_cq_wait(node.rx, what);
 			EXPECT(CTX_INDEX(c.op_context) < count &&
-			       !seen[CTX_INDEX(c.op_context)],
+				       !seen[CTX_INDEX(c.op_context)],
 			       "%s: op_context %p", what, c.op_context);
 			seen[CTX_INDEX(c.op_context)] = true;
 			EXPECT_COMP(c, c.op_context, FI_RECV | FI_MSG, FI_SEND,
@@ -210,7 +219,8 @@ static void stream(bool sender, size_t count, size_t size, uint32_t id)
 		/* FI_ORDER_SAS: message i matched receive i. */
 		for (size_t i = 0; i < count; i++) {
 			what = itest_fmt("%s: stream %u: receive %zu (posted "
-					 "%zu-th)", me(), id, i, i);
+					 "%zu-th)",
+					 me(), id, i, i);
 			itest_msg_check(bufs + i * stride, size,
 					(uint64_t) id << 32 | i, what);
 			itest_guard_check(bufs + i * stride, size, what);
@@ -229,7 +239,7 @@ static void stream(bool sender, size_t count, size_t size, uint32_t id)
 					 me(), id, i);
 			c = itest_cq_wait(node.tx, what);
 			EXPECT(CTX_INDEX(c.op_context) < count &&
-			       !seen[CTX_INDEX(c.op_context)],
+				       !seen[CTX_INDEX(c.op_context)],
 			       "%s: op_context %p", what, c.op_context);
 			seen[CTX_INDEX(c.op_context)] = true;
 			EXPECT_COMP(c, c.op_context, FI_SEND | FI_MSG, FI_RECV,
@@ -275,13 +285,13 @@ static void pieces_free(struct pieces *p)
 		free(p->iov[i].iov_base);
 }
 
-static const int cuts3[] = { 143, 571 };		/* 1/7, 4/7 */
-static const int cuts4[] = { 200, 300, 800 };		/* 1/5, 3/10, 4/5 */
-static const int cuts3z[] = { 400, -1 };		/* a, 0, b */
-static const int cuts4z[] = { -1, 300, 700 };		/* 0, a, b, c */
+static const int cuts3[] = { 143, 571 };      /* 1/7, 4/7 */
+static const int cuts4[] = { 200, 300, 800 }; /* 1/5, 3/10, 4/5 */
+static const int cuts3z[] = { 400, -1 };      /* a, 0, b */
+static const int cuts4z[] = { -1, 300, 700 }; /* 0, a, b, c */
 
-static void vector_one(bool sender, size_t len, const int *cuts,
-		       size_t ncuts, uint64_t seed, const char *label)
+static void vector_one(bool sender, size_t len, const int *cuts, size_t ncuts,
+		       uint64_t seed, const char *label)
 {
 	const char *what = itest_fmt("%s: %s of %zu bytes in %zu pieces", me(),
 				     label, len, ncuts + 1);
@@ -295,12 +305,14 @@ static void vector_one(bool sender, size_t len, const int *cuts,
 				      p.iov[i].iov_len);
 		itest_expect(&chan, ++step_tag, "the peer's fi_recvv");
 		ITEST_POST(fi_sendv(node.ep, p.iov, NULL, p.count, node.peer,
-				    CTX(7)), what);
+				    CTX(7)),
+			   what);
 		c = itest_cq_wait(node.tx, what);
 		EXPECT_COMP(c, CTX(7), FI_SEND | FI_MSG, FI_RECV, what);
 	} else {
 		ITEST_POST(fi_recvv(node.ep, p.iov, NULL, p.count,
-				    FI_ADDR_UNSPEC, CTX(8)), what);
+				    FI_ADDR_UNSPEC, CTX(8)),
+			   what);
 		itest_signal(&chan, ++step_tag);
 		c = itest_cq_wait(node.rx, what);
 		EXPECT_COMP(c, CTX(8), FI_RECV | FI_MSG, FI_SEND, what);
@@ -384,8 +396,8 @@ static void tsend_wait(size_t count, size_t n, const char *what)
 struct trecv {
 	uint64_t tag;
 	uint64_t ignore;
-	size_t len;		/* buffer */
-	uint64_t want_tag;	/* the message it must get */
+	size_t len;	   /* buffer */
+	uint64_t want_tag; /* the message it must get */
 	size_t want_len;
 	bool untagged;
 };
@@ -401,8 +413,8 @@ static void trecv_post(const struct trecv *r, size_t n)
 					   FI_ADDR_UNSPEC, CTX(200 + i)),
 				   "fi_recv");
 		else
-			ITEST_POST(fi_trecv(node.ep, rbuf + off, r[i].len,
-					    NULL, FI_ADDR_UNSPEC, r[i].tag,
+			ITEST_POST(fi_trecv(node.ep, rbuf + off, r[i].len, NULL,
+					    FI_ADDR_UNSPEC, r[i].tag,
 					    r[i].ignore, CTX(200 + i)),
 				   "fi_trecv");
 		off += r[i].len + ITEST_GUARD;
@@ -420,8 +432,8 @@ static void trecv_check(const struct trecv *r, size_t n, uint32_t stream_id,
 		off += r[i].len + ITEST_GUARD;
 	}
 	for (size_t j = 0; j < n; j++) {
-		const char *what = itest_fmt("%s: %s: completion %zu", me(),
-					     label, j);
+		const char *what =
+			itest_fmt("%s: %s: completion %zu", me(), label, j);
 		struct itest_comp c = itest_cq_wait(node.rx, what);
 		size_t i = CTX_INDEX(c.op_context) - 200;
 
@@ -429,8 +441,8 @@ static void trecv_check(const struct trecv *r, size_t n, uint32_t stream_id,
 		       c.op_context);
 		seen[i] = true;
 		what = itest_fmt("%s: %s: receive %zu (tag 0x%" PRIx64
-				 ", ignore 0x%" PRIx64 "%s)", me(), label, i,
-				 r[i].tag, r[i].ignore,
+				 ", ignore 0x%" PRIx64 "%s)",
+				 me(), label, i, r[i].tag, r[i].ignore,
 				 r[i].untagged ? ", untagged" : "");
 		if (r[i].untagged) {
 			EXPECT_COMP(c, c.op_context, FI_RECV | FI_MSG,
@@ -438,15 +450,16 @@ static void trecv_check(const struct trecv *r, size_t n, uint32_t stream_id,
 		} else {
 			EXPECT_COMP(c, c.op_context, FI_RECV | FI_TAGGED,
 				    FI_MSG, what);
-			EXPECT(c.tag == r[i].want_tag, "%s: got tag 0x%" PRIx64
-			       ", expected 0x%" PRIx64, what, c.tag,
-			       r[i].want_tag);
+			EXPECT(c.tag == r[i].want_tag,
+			       "%s: got tag 0x%" PRIx64 ", expected 0x%" PRIx64,
+			       what, c.tag, r[i].want_tag);
 		}
 		EXPECT(c.len == r[i].want_len, "%s: len %zu, expected %zu",
 		       what, c.len, r[i].want_len);
 		itest_msg_check(rbuf + offs[i], r[i].want_len,
 				(uint64_t) stream_id << 32 |
-				(uint32_t) r[i].want_tag, what);
+					(uint32_t) r[i].want_tag,
+				what);
 		itest_guard_check(rbuf + offs[i], r[i].len, what);
 	}
 }
@@ -489,7 +502,8 @@ static void tagged_unexpected(const struct trecv *r, size_t nr,
 			struct itest_comp c = itest_cq_wait(node.tx, label);
 			size_t k = CTX_INDEX(c.op_context) - 100;
 
-			EXPECT(k < nm && m[k].len <= 8192, "%s: send %zu (%zu "
+			EXPECT(k < nm && m[k].len <= 8192,
+			       "%s: send %zu (%zu "
 			       "bytes) completed before B posted receives",
 			       label, k, k < nm ? m[k].len : 0);
 		}
@@ -510,29 +524,38 @@ static void tagged(void)
 {
 	/* Receives for tags 1, 2, 3; messages come 3, 1, 2. */
 	static const struct trecv r1[] = {
-		{ .tag = 0x100, .len = 300, .want_tag = 0x100,
-		  .want_len = 100 },
-		{ .tag = 0x200, .len = 300, .want_tag = 0x200,
-		  .want_len = 200 },
-		{ .tag = 0x300, .len = 300, .want_tag = 0x300,
-		  .want_len = 300 },
+		{ .tag = 0x100, .len = 300, .want_tag = 0x100, .want_len = 100 },
+		{ .tag = 0x200, .len = 300, .want_tag = 0x200, .want_len = 200 },
+		{ .tag = 0x300, .len = 300, .want_tag = 0x300, .want_len = 300 },
 	};
 	static const struct tmsg m1[] = {
-		{ 0x300, 300 }, { 0x100, 100 }, { 0x200, 200 },
+		{ 0x300, 300 },
+		{ 0x100, 100 },
+		{ 0x200, 200 },
 	};
 	/* Ignore bits: 0xAB00/0xFF takes 0xAB42, and not 0x1AB42 or 0xAC00. */
 	static const struct trecv r2[] = {
-		{ .tag = 0xab00, .ignore = 0xff, .len = 64,
-		  .want_tag = 0xab42, .want_len = 42 },
-		{ .tag = 0x1ab42, .len = 64, .want_tag = 0x1ab42,
+		{ .tag = 0xab00,
+		  .ignore = 0xff,
+		  .len = 64,
+		  .want_tag = 0xab42,
+		  .want_len = 42 },
+		{ .tag = 0x1ab42,
+		  .len = 64,
+		  .want_tag = 0x1ab42,
 		  .want_len = 43 },
-		{ .tag = 0xac00, .len = 64, .want_tag = 0xac00,
-		  .want_len = 44 },
-		{ .tag = 0, .ignore = ~0ULL, .len = 64, .want_tag = 0x7777,
+		{ .tag = 0xac00, .len = 64, .want_tag = 0xac00, .want_len = 44 },
+		{ .tag = 0,
+		  .ignore = ~0ULL,
+		  .len = 64,
+		  .want_tag = 0x7777,
 		  .want_len = 45 },
 	};
 	static const struct tmsg m2[] = {
-		{ 0xac00, 44 }, { 0x1ab42, 43 }, { 0xab42, 42 }, { 0x7777, 45 },
+		{ 0xac00, 44 },
+		{ 0x1ab42, 43 },
+		{ 0xab42, 42 },
+		{ 0x7777, 45 },
 	};
 	/* Tagged and untagged messages match only their own receives. */
 	static const struct trecv r3[] = {
@@ -543,14 +566,22 @@ static void tagged(void)
 	 * with a rendezvous one. */
 	static const struct trecv r4[] = {
 		{ .tag = 0x10, .len = 1000, .want_tag = 0x10, .want_len = 500 },
-		{ .tag = 0x20, .len = 100000, .want_tag = 0x20,
+		{ .tag = 0x20,
+		  .len = 100000,
+		  .want_tag = 0x20,
 		  .want_len = 100000 },
 		{ .tag = 0x10, .len = 1000, .want_tag = 0x10, .want_len = 600 },
-		{ .tag = 0x30, .ignore = 0x0f, .len = 1000, .want_tag = 0x3c,
+		{ .tag = 0x30,
+		  .ignore = 0x0f,
+		  .len = 1000,
+		  .want_tag = 0x3c,
 		  .want_len = 700 },
 	};
 	static const struct tmsg m4[] = {
-		{ 0x3c, 700 }, { 0x20, 100000 }, { 0x10, 500 }, { 0x10, 600 },
+		{ 0x3c, 700 },
+		{ 0x20, 100000 },
+		{ 0x10, 500 },
+		{ 0x10, 600 },
 	};
 
 	tagged_posted(r1, 3, m1, 3, 0x71, "tags out of order");
@@ -560,10 +591,12 @@ static void tagged(void)
 		itest_expect(&chan, ++step_tag, "the peer's receives");
 		itest_msg_fill(sbuf, 55, (uint64_t) 0x73 << 32 | 5);
 		ITEST_POST(fi_tsend(node.ep, sbuf, 55, NULL, node.peer, 5,
-				    CTX(100)), "fi_tsend");
+				    CTX(100)),
+			   "fi_tsend");
 		itest_msg_fill(sbuf + 64, 77, (uint64_t) 0x73 << 32);
 		ITEST_POST(fi_send(node.ep, sbuf + 64, 77, NULL, node.peer,
-				   CTX(101)), "fi_send");
+				   CTX(101)),
+			   "fi_send");
 		for (int i = 0; i < 2; i++)
 			(void) itest_cq_wait(node.tx, "tagged/untagged sends");
 	} else {
@@ -593,9 +626,9 @@ static void run(void)
 	itest_step = "max_msg_size";
 	max_size();
 	itest_step = "streaming 64 x 1 KiB";
-	stream(is_a, 64, 1024, 1);		/* A -> B, eager */
+	stream(is_a, 64, 1024, 1); /* A -> B, eager */
 	itest_step = "streaming 8 x 1 MiB";
-	stream(!is_a, 8, MIB, 2);		/* B -> A, rendezvous */
+	stream(!is_a, 8, MIB, 2); /* B -> A, rendezvous */
 	itest_step = "fi_sendv/fi_recvv";
 	vectors();
 	itest_step = "tagged";

@@ -23,7 +23,9 @@ static int readable(int fd)
 static void check_eq(void)
 {
 	struct fi_eq_attr attr = {
-		.size = 8, .wait_obj = FI_WAIT_FD, .flags = FI_WRITE,
+		.size = 8,
+		.wait_obj = FI_WAIT_FD,
+		.flags = FI_WRITE,
 	};
 	struct fi_eq_entry entry = { .context = &attr, .data = 42 };
 	struct fi_eq_entry got;
@@ -60,14 +62,17 @@ static void check_eq(void)
 static void check_cqs(void)
 {
 	static const enum fi_cq_format formats[] = {
-		FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA,
+		FI_CQ_FORMAT_CONTEXT,
+		FI_CQ_FORMAT_MSG,
+		FI_CQ_FORMAT_DATA,
 		FI_CQ_FORMAT_TAGGED,
 	};
 	struct fi_cq_tagged_entry entry;
 
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
 		struct fi_cq_attr attr = {
-			.size = 64, .format = formats[i],
+			.size = 64,
+			.format = formats[i],
 			.wait_obj = FI_WAIT_FD,
 		};
 		struct fid_cq *cq;
@@ -89,7 +94,8 @@ static void check_cqs(void)
 static void check_cntr(void)
 {
 	struct fi_cntr_attr attr = {
-		.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD,
+		.events = FI_CNTR_EVENTS_COMP,
+		.wait_obj = FI_WAIT_FD,
 	};
 	struct fid_cntr *cntr;
 	struct fid *fid;

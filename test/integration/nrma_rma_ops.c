@@ -30,22 +30,22 @@
  */
 #include "itest_rma.h"
 
-#define TLEN		(2u << 20)	/* the target's buffer */
-#define ROLEN		65536		/* the target's read-only buffer */
-#define LLEN		(2u << 20)	/* the initiator's buffer */
-#define MiB		(1u << 20)
-#define UNTOUCHED	0xee		/* fill of local buffers before a read */
+#define TLEN	  (2u << 20) /* the target's buffer */
+#define ROLEN	  65536	     /* the target's read-only buffer */
+#define LLEN	  (2u << 20) /* the initiator's buffer */
+#define MiB	  (1u << 20)
+#define UNTOUCHED 0xee /* fill of local buffers before a read */
 
 /* What the initiator asks of the target, over the pipe. */
 enum {
-	REQ_CHECK = 1,		/* [off, off + len) now holds pattern seed */
-	REQ_FILL,		/* put pattern seed at [off, off + len) */
-	REQ_UNCHANGED,		/* nothing changed since the last request */
-	REQ_RXDATA,		/* as CHECK, after an rx CQ entry with data */
+	REQ_CHECK = 1, /* [off, off + len) now holds pattern seed */
+	REQ_FILL,      /* put pattern seed at [off, off + len) */
+	REQ_UNCHANGED, /* nothing changed since the last request */
+	REQ_RXDATA,    /* as CHECK, after an rx CQ entry with data */
 	REQ_DONE,
 };
 
-#define REPLY_OK	0x600d
+#define REPLY_OK 0x600d
 
 struct req {
 	uint32_t op;
@@ -58,14 +58,14 @@ struct req {
 };
 
 struct target_keys {
-	struct rt_rkey t;	/* TLEN bytes, FI_REMOTE_WRITE | FI_REMOTE_READ */
-	struct rt_rkey ro;	/* ROLEN bytes, FI_REMOTE_READ only */
+	struct rt_rkey t;  /* TLEN bytes, FI_REMOTE_WRITE | FI_REMOTE_READ */
+	struct rt_rkey ro; /* ROLEN bytes, FI_REMOTE_READ only */
 };
 
 static struct itest_link link_;
 static char ctx[256];
 
-#define CTX(i)	((void *) &ctx[i])
+#define CTX(i) ((void *) &ctx[i])
 
 /* The target */
 
@@ -79,8 +79,8 @@ static void target_check_all(const unsigned char *tbuf,
 		while (tbuf[i] == shadow[i])
 			i++;
 		FAIL("%s: the target's buffer differs from what it should "
-		      "hold at byte %zu: 0x%02x, expected 0x%02x", what, i,
-		      tbuf[i], shadow[i]);
+		     "hold at byte %zu: 0x%02x, expected 0x%02x",
+		     what, i, tbuf[i], shadow[i]);
 	}
 	rt_guard_check(tbuf, TLEN, "%s: the target's buffer", what);
 	rt_pat_check(robuf, 77, 0, ROLEN, "%s: the read-only buffer", what);
@@ -89,15 +89,16 @@ static void target_check_all(const unsigned char *tbuf,
 
 static void target_rxdata(struct rt_node *n, const struct req *r)
 {
-	struct itest_comp c = rt_cq_wait(n->rx, "the rx CQ entry of %s", r->what);
+	struct itest_comp c =
+		rt_cq_wait(n->rx, "the rx CQ entry of %s", r->what);
 
 	RT_EXPECT_COMP(c, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		       FI_SEND | FI_RECV | FI_MSG | FI_TAGGED, "%s: rx entry",
 		       r->what);
-	EXPECT(c.data == r->data, "%s: data 0x%" PRIx64 ", expected 0x%"
-		PRIx64, r->what, c.data, r->data);
+	EXPECT(c.data == r->data, "%s: data 0x%" PRIx64 ", expected 0x%" PRIx64,
+	       r->what, c.data, r->data);
 	EXPECT(c.len == r->len, "%s: len %zu, expected %" PRIu64, r->what,
-		c.len, r->len);
+	       c.len, r->len);
 	rt_cq_expect_empty(n->rx, "after the entry of %s", r->what);
 }
 
@@ -122,8 +123,10 @@ static void target(struct itest_chan *ch)
 	rt_node_exchange(&n, ch);
 	itest_chan_write(ch, &keys, sizeof(keys));
 	for (;;) {
-		rt_chan_read(ch, &r, sizeof(r), "the initiator's next request "
-			     "(after %zu)", nreq);
+		rt_chan_read(ch, &r, sizeof(r),
+			     "the initiator's next request "
+			     "(after %zu)",
+			     nreq);
 		nreq++;
 		r.what[sizeof(r.what) - 1] = 0;
 		if (r.op == REQ_DONE)
@@ -149,8 +152,10 @@ static void target(struct itest_chan *ch)
 			FAIL("unknown request %u", r.op);
 		}
 		if (r.op != REQ_RXDATA)
-			rt_cq_expect_empty(n.rx, "%s: nothing for the target's "
-					   "rx CQ", r.what);
+			rt_cq_expect_empty(n.rx,
+					   "%s: nothing for the target's "
+					   "rx CQ",
+					   r.what);
 		itest_chan_write(ch, &ok, sizeof(ok));
 	}
 	itest_chan_write(ch, &ok, sizeof(ok));
@@ -176,8 +181,9 @@ static uint64_t nwrites, nreads, nwrite_errs, nread_errs;
 static void ask(uint32_t op, uint64_t off, uint64_t len, uint64_t seed,
 		uint64_t data, const char *what)
 {
-	struct req r = { .op = op, .off = off, .len = len, .seed = seed,
-			 .data = data };
+	struct req r = {
+		.op = op, .off = off, .len = len, .seed = seed, .data = data
+	};
 	uint32_t reply;
 
 	snprintf(r.what, sizeof(r.what), "%s", what);
@@ -193,17 +199,23 @@ static void check_counts(const struct rt_node *n, uint64_t w, uint64_t r,
 	uint64_t v;
 
 	v = fi_cntr_read(n->write_cntr);
-	EXPECT(v == w, "%s: the write counter reads %" PRIu64 ", expected %"
-		PRIu64, what, v, w);
+	EXPECT(v == w,
+	       "%s: the write counter reads %" PRIu64 ", expected %" PRIu64,
+	       what, v, w);
 	v = fi_cntr_read(n->read_cntr);
-	EXPECT(v == r, "%s: the read counter reads %" PRIu64 ", expected %"
-		PRIu64, what, v, r);
+	EXPECT(v == r,
+	       "%s: the read counter reads %" PRIu64 ", expected %" PRIu64,
+	       what, v, r);
 	v = fi_cntr_readerr(n->write_cntr);
-	EXPECT(v == werr, "%s: the write counter's errors read %" PRIu64
-		", expected %" PRIu64, what, v, werr);
+	EXPECT(v == werr,
+	       "%s: the write counter's errors read %" PRIu64
+	       ", expected %" PRIu64,
+	       what, v, werr);
 	v = fi_cntr_readerr(n->read_cntr);
-	EXPECT(v == rerr, "%s: the read counter's errors read %" PRIu64
-		", expected %" PRIu64, what, v, rerr);
+	EXPECT(v == rerr,
+	       "%s: the read counter's errors read %" PRIu64
+	       ", expected %" PRIu64,
+	       what, v, rerr);
 }
 
 static void wait_tx(void *context, uint64_t flags, const char *what)
@@ -212,7 +224,8 @@ static void wait_tx(void *context, uint64_t flags, const char *what)
 
 	RT_EXPECT_COMP(c, context, FI_RMA | flags,
 		       FI_SEND | FI_RECV | FI_MSG | FI_TAGGED |
-		       (flags == FI_WRITE ? FI_READ : FI_WRITE), "%s", what);
+			       (flags == FI_WRITE ? FI_READ : FI_WRITE),
+		       "%s", what);
 }
 
 static void write_one(size_t len, uint64_t off, uint64_t seed, void *desc,
@@ -220,7 +233,8 @@ static void write_one(size_t len, uint64_t off, uint64_t seed, void *desc,
 {
 	rt_pat_gen(lbuf, seed, 0, len);
 	RT_POST(fi_write(in.ep, lbuf, len, desc, in.peer, tk.t.addr + off,
-			 tk.t.key, CTX(1)), "%s", what);
+			 tk.t.key, CTX(1)),
+		"%s", what);
 	wait_tx(CTX(1), FI_WRITE, what);
 	nwrites++;
 	check_counts(&in, nwrites, nreads, nwrite_errs, nread_errs, what);
@@ -237,7 +251,8 @@ static void read_one(size_t len, uint64_t off, uint64_t seed, void *desc,
 	ask(REQ_FILL, off, len, seed, 0, what);
 	memset(lbuf, UNTOUCHED, len + tail);
 	RT_POST(fi_read(in.ep, lbuf, len, desc, in.peer, tk.t.addr + off,
-			tk.t.key, CTX(2)), "%s", what);
+			tk.t.key, CTX(2)),
+		"%s", what);
 	wait_tx(CTX(2), FI_READ, what);
 	nreads++;
 	check_counts(&in, nwrites, nreads, nwrite_errs, nread_errs, what);
@@ -257,13 +272,13 @@ static void part_sizes(void)
 			write_one(sizes[i], 13 * (i + 1) + 8, 100 + 2 * i + d,
 				  d ? ldesc : NULL,
 				  itest_fmt("fi_write of %zu bytes (%s desc)",
-					 sizes[i], d ? "with" : "no"));
+					    sizes[i], d ? "with" : "no"));
 	for (size_t i = 0; i < n; i++)
 		for (int d = 0; d < 2; d++)
 			read_one(sizes[i], 17 * (i + 1) + 5, 200 + 2 * i + d,
 				 d ? ldesc : NULL,
 				 itest_fmt("fi_read of %zu bytes (%s desc)",
-					sizes[i], d ? "with" : "no"));
+					   sizes[i], d ? "with" : "no"));
 	rt_note("1. fi_write/fi_read of 0..1 MiB: ok");
 }
 
@@ -283,8 +298,8 @@ static size_t make_iovs(struct iovec *iov, const size_t *lens, size_t count)
 
 static void part_iov(void)
 {
-	static const size_t small[3] = { 100, 3000, 5000 };	/* 8100 */
-	static const size_t large[3] = { 4096, 10000, 50000 };	/* 64096 */
+	static const size_t small[3] = { 100, 3000, 5000 };    /* 8100 */
+	static const size_t large[3] = { 4096, 10000, 50000 }; /* 64096 */
 	void *descs[3] = { ldesc, ldesc, ldesc };
 	struct iovec iov[3];
 
@@ -292,8 +307,8 @@ static void part_iov(void)
 		const size_t *lens = big ? large : small;
 		size_t total = make_iovs(iov, lens, 3), cum = 0;
 		uint64_t seed = 300 + big, off = 1000 + big * 7;
-		const char *what = itest_fmt("fi_writev of 3 iovs, %zu bytes",
-					  total);
+		const char *what =
+			itest_fmt("fi_writev of 3 iovs, %zu bytes", total);
 
 		memset(lbuf, UNTOUCHED, LLEN);
 		for (int i = 0; i < 3; i++) {
@@ -301,8 +316,8 @@ static void part_iov(void)
 			cum += lens[i];
 		}
 		RT_POST(fi_writev(in.ep, iov, big ? descs : NULL, 3, in.peer,
-				  tk.t.addr + off, tk.t.key, CTX(3)), "%s",
-			what);
+				  tk.t.addr + off, tk.t.key, CTX(3)),
+			"%s", what);
 		wait_tx(CTX(3), FI_WRITE, what);
 		nwrites++;
 		check_counts(&in, nwrites, nreads, 0, 0, what);
@@ -313,8 +328,8 @@ static void part_iov(void)
 		ask(REQ_FILL, off, total, seed, 0, what);
 		memset(lbuf, UNTOUCHED, LLEN);
 		RT_POST(fi_readv(in.ep, iov, big ? descs : NULL, 3, in.peer,
-				 tk.t.addr + off, tk.t.key, CTX(4)), "%s",
-			what);
+				 tk.t.addr + off, tk.t.key, CTX(4)),
+			"%s", what);
 		wait_tx(CTX(4), FI_READ, what);
 		nreads++;
 		check_counts(&in, nwrites, nreads, 0, 0, what);
@@ -340,12 +355,13 @@ static void part_inject(void)
 	const char *what;
 
 	EXPECT(inject_size >= 64 && inject_size <= LLEN, "inject_size %zu",
-		inject_size);
+	       inject_size);
 	what = "fi_inject_write of 64 bytes";
 	rt_pat_gen(src, 400, 0, sizeof(src));
 	RT_POST(fi_inject_write(in.ep, src, sizeof(src), in.peer,
-				tk.t.addr + 5000, tk.t.key), "%s", what);
-	memset(src, 0x11, sizeof(src));		/* ours again at once */
+				tk.t.addr + 5000, tk.t.key),
+		"%s", what);
+	memset(src, 0x11, sizeof(src)); /* ours again at once */
 	nwrites++;
 	rt_cntr_reach(in.write_cntr, nwrites, "the write counter after %s",
 		      what);
@@ -354,10 +370,11 @@ static void part_inject(void)
 	ask(REQ_CHECK, 5000, sizeof(src), 400, 0, what);
 
 	what = itest_fmt("fi_inject_write of inject_size (%zu) bytes",
-		      inject_size);
+			 inject_size);
 	rt_pat_gen(lbuf, 401, 0, inject_size);
 	RT_POST(fi_inject_write(in.ep, lbuf, inject_size, in.peer,
-				tk.t.addr + 7, tk.t.key), "%s", what);
+				tk.t.addr + 7, tk.t.key),
+		"%s", what);
 	memset(lbuf, 0x22, inject_size);
 	nwrites++;
 	rt_cntr_reach(in.write_cntr, nwrites, "the write counter after %s",
@@ -366,7 +383,8 @@ static void part_inject(void)
 	ask(REQ_CHECK, 7, inject_size, 401, 0, what);
 
 	RT_CALL(fi_inject_write(in.ep, lbuf, inject_size + 1, in.peer,
-				tk.t.addr, tk.t.key), -FI_EINVAL);
+				tk.t.addr, tk.t.key),
+		-FI_EINVAL);
 	rt_note("3. fi_inject_write: ok");
 }
 
@@ -376,7 +394,7 @@ static void part_writedata(void)
 	const char *what;
 
 	EXPECT(itest_info->domain_attr->cq_data_size >= 4, "cq_data_size %zu",
-		itest_info->domain_attr->cq_data_size);
+	       itest_info->domain_attr->cq_data_size);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		uint64_t data = 0xc0de0000u + i, off = 3000 + i;
 
@@ -384,7 +402,8 @@ static void part_writedata(void)
 		rt_pat_gen(lbuf, 500 + i, 0, lens[i]);
 		RT_POST(fi_writedata(in.ep, lbuf, lens[i], i ? ldesc : NULL,
 				     data, in.peer, tk.t.addr + off, tk.t.key,
-				     CTX(5)), "%s", what);
+				     CTX(5)),
+			"%s", what);
 		wait_tx(CTX(5), FI_WRITE, what);
 		nwrites++;
 		check_counts(&in, nwrites, nreads, 0, 0, what);
@@ -394,7 +413,8 @@ static void part_writedata(void)
 	what = "fi_inject_writedata of 100 bytes";
 	rt_pat_gen(lbuf, 510, 0, 100);
 	RT_POST(fi_inject_writedata(in.ep, lbuf, 100, 0xfeed0001u, in.peer,
-				    tk.t.addr + 9000, tk.t.key), "%s", what);
+				    tk.t.addr + 9000, tk.t.key),
+		"%s", what);
 	memset(lbuf, 0x33, 100);
 	nwrites++;
 	rt_cntr_reach(in.write_cntr, nwrites, "the write counter after %s",
@@ -405,17 +425,21 @@ static void part_writedata(void)
 }
 
 static void rma_msg(struct fi_msg_rma *msg, struct fi_rma_iov *rma,
-		    struct iovec *iov, void **desc, size_t len,
-		    uint64_t off, void *context)
+		    struct iovec *iov, void **desc, size_t len, uint64_t off,
+		    void *context)
 {
 	iov->iov_base = lbuf;
 	iov->iov_len = len;
 	rma->addr = tk.t.addr + off;
 	rma->len = len;
 	rma->key = tk.t.key;
-	*msg = (struct fi_msg_rma) {
-		.msg_iov = iov, .desc = desc, .iov_count = 1,
-		.addr = in.peer, .rma_iov = rma, .rma_iov_count = 1,
+	*msg = (struct fi_msg_rma){
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = 1,
+		.addr = in.peer,
+		.rma_iov = rma,
+		.rma_iov_count = 1,
 		.context = context,
 	};
 }
@@ -433,8 +457,9 @@ static void part_delivery_fence(void)
 
 	CHECK(rd != NULL);
 	for (size_t i = 0; i < 2; i++) {
-		what = itest_fmt("fi_writemsg(FI_DELIVERY_COMPLETE) of %zu bytes",
-			      lens[i]);
+		what = itest_fmt(
+			"fi_writemsg(FI_DELIVERY_COMPLETE) of %zu bytes",
+			lens[i]);
 		rt_pat_gen(lbuf, 600 + i, 0, lens[i]);
 		rma_msg(&msg, &rma, &iov, i ? &ldesc : NULL, lens[i], 20 + i,
 			CTX(6));
@@ -455,23 +480,25 @@ static void part_delivery_fence(void)
 	memset(rd, UNTOUCHED, MiB);
 	rt_pat_gen(lbuf, 611, 0, MiB);
 	RT_POST(fi_read(in.ep, rd, MiB, rdesc, in.peer, tk.t.addr + 4096,
-			tk.t.key, CTX(7)), "%s", what);
+			tk.t.key, CTX(7)),
+		"%s", what);
 	rma_msg(&msg, &rma, &iov, &ldesc, MiB, 4096, CTX(8));
-	RT_POST(fi_writemsg(in.ep, &msg, FI_FENCE | FI_COMPLETION), "%s",
-		what);
+	RT_POST(fi_writemsg(in.ep, &msg, FI_FENCE | FI_COMPLETION), "%s", what);
 	for (int i = 0; i < 2; i++) {
 		struct itest_comp c = rt_cq_wait(in.tx, "%s", what);
 
 		EXPECT(c.op_context == CTX(7) || c.op_context == CTX(8),
-			"%s: op_context %p", what, c.op_context);
+		       "%s: op_context %p", what, c.op_context);
 		EXPECT(c.flags & (c.op_context == CTX(7) ? FI_READ : FI_WRITE),
-			"%s: flags 0x%" PRIx64, what, c.flags);
+		       "%s: flags 0x%" PRIx64, what, c.flags);
 	}
 	nwrites++;
 	nreads++;
 	check_counts(&in, nwrites, nreads, 0, 0, what);
-	rt_pat_check(rd, 610, 0, MiB, "%s: the read got the data from before "
-		     "the fenced write", what);
+	rt_pat_check(rd, 610, 0, MiB,
+		     "%s: the read got the data from before "
+		     "the fenced write",
+		     what);
 	ask(REQ_CHECK, 4096, MiB, 611, 0, what);
 	RT_OK(fi_close(&rdmr->fid));
 	free(rd);
@@ -487,7 +514,7 @@ static void part_invalid(void)
 	struct fi_msg_rma msg;
 
 	EXPECT(itest_info->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu",
-		itest_info->tx_attr->rma_iov_limit);
+	       itest_info->tx_attr->rma_iov_limit);
 	EXPECT(limit == 4, "tx_attr->iov_limit %zu", limit);
 	for (int i = 0; i < 8; i++) {
 		iov[i].iov_base = lbuf + i * 64;
@@ -495,11 +522,16 @@ static void part_invalid(void)
 		descs[i] = ldesc;
 	}
 	for (int i = 0; i < 2; i++)
-		rma[i] = (struct fi_rma_iov) { .addr = tk.t.addr + i * 64,
-					       .len = 64, .key = tk.t.key };
-	msg = (struct fi_msg_rma) {
-		.msg_iov = iov, .desc = descs, .iov_count = 2,
-		.addr = in.peer, .rma_iov = rma, .rma_iov_count = 2,
+		rma[i] = (struct fi_rma_iov){ .addr = tk.t.addr + i * 64,
+					      .len = 64,
+					      .key = tk.t.key };
+	msg = (struct fi_msg_rma){
+		.msg_iov = iov,
+		.desc = descs,
+		.iov_count = 2,
+		.addr = in.peer,
+		.rma_iov = rma,
+		.rma_iov_count = 2,
 		.context = CTX(9),
 	};
 	RT_CALL(fi_writemsg(in.ep, &msg, FI_COMPLETION), -FI_EINVAL);
@@ -513,9 +545,11 @@ static void part_invalid(void)
 	RT_CALL(fi_writemsg(in.ep, &msg, FI_COMPLETION), -FI_EINVAL);
 	RT_CALL(fi_readmsg(in.ep, &msg, FI_COMPLETION), -FI_EINVAL);
 	RT_CALL(fi_writev(in.ep, iov, descs, limit + 1, in.peer, tk.t.addr,
-			  tk.t.key, CTX(9)), -FI_EINVAL);
+			  tk.t.key, CTX(9)),
+		-FI_EINVAL);
 	RT_CALL(fi_readv(in.ep, iov, descs, limit + 1, in.peer, tk.t.addr,
-			 tk.t.key, CTX(9)), -FI_EINVAL);
+			 tk.t.key, CTX(9)),
+		-FI_EINVAL);
 	rt_cq_expect_empty(in.tx, "invalid operations post nothing");
 	check_counts(&in, nwrites, nreads, 0, 0, "after invalid operations");
 	ask(REQ_UNCHANGED, 0, 0, 0, 0, "invalid operations");
@@ -524,7 +558,8 @@ static void part_invalid(void)
 
 static void part_selective(void)
 {
-	struct rt_node_opts o = { .tx_selective = true, .write_cntr = true,
+	struct rt_node_opts o = { .tx_selective = true,
+				  .write_cntr = true,
 				  .read_cntr = true };
 	struct sockaddr_in target_name;
 	struct fi_msg_rma msg;
@@ -544,18 +579,23 @@ static void part_selective(void)
 	what = "fi_write without FI_COMPLETION (selective)";
 	rt_pat_gen(lbuf, 700, 0, 300);
 	RT_POST(fi_write(s.ep, lbuf, 300, NULL, s.peer, tk.t.addr + 50,
-			 tk.t.key, CTX(10)), "%s", what);
+			 tk.t.key, CTX(10)),
+		"%s", what);
 	rt_cntr_reach(s.write_cntr, ++w, "the write counter after %s", what);
 	ask(REQ_CHECK, 50, 300, 700, 0, what);
 
 	what = "fi_writemsg(0) (selective)";
 	rt_pat_gen(lbuf, 701, 0, 20000);
-	iov = (struct iovec) { .iov_base = lbuf, .iov_len = 20000 };
-	rma = (struct fi_rma_iov) { .addr = tk.t.addr + 60, .len = 20000,
-				    .key = tk.t.key };
-	msg = (struct fi_msg_rma) { .msg_iov = &iov, .iov_count = 1,
-				    .addr = s.peer, .rma_iov = &rma,
-				    .rma_iov_count = 1, .context = CTX(11) };
+	iov = (struct iovec){ .iov_base = lbuf, .iov_len = 20000 };
+	rma = (struct fi_rma_iov){ .addr = tk.t.addr + 60,
+				   .len = 20000,
+				   .key = tk.t.key };
+	msg = (struct fi_msg_rma){ .msg_iov = &iov,
+				   .iov_count = 1,
+				   .addr = s.peer,
+				   .rma_iov = &rma,
+				   .rma_iov_count = 1,
+				   .context = CTX(11) };
 	RT_POST(fi_writemsg(s.ep, &msg, 0), "%s", what);
 	rt_cntr_reach(s.write_cntr, ++w, "the write counter after %s", what);
 	rt_cq_expect_empty(s.tx, "%s", what);
@@ -571,15 +611,16 @@ static void part_selective(void)
 		RT_EXPECT_COMP(c, CTX(12), FI_RMA | FI_WRITE, FI_READ, "%s",
 			       what);
 	}
-	EXPECT(fi_cntr_read(s.write_cntr) == ++w, "%s: write counter %"
-		PRIu64, what, fi_cntr_read(s.write_cntr));
+	EXPECT(fi_cntr_read(s.write_cntr) == ++w, "%s: write counter %" PRIu64,
+	       what, fi_cntr_read(s.write_cntr));
 	ask(REQ_CHECK, 60, 20000, 702, 0, what);
 
 	what = "fi_read without FI_COMPLETION (selective)";
 	ask(REQ_FILL, 70, 5000, 703, 0, what);
 	memset(lbuf, UNTOUCHED, 5000);
 	RT_POST(fi_read(s.ep, lbuf, 5000, NULL, s.peer, tk.t.addr + 70,
-			tk.t.key, CTX(13)), "%s", what);
+			tk.t.key, CTX(13)),
+		"%s", what);
 	rt_cntr_reach(s.read_cntr, ++r, "the read counter after %s", what);
 	rt_pat_check(lbuf, 703, 0, 5000, "%s", what);
 
@@ -596,11 +637,12 @@ static void part_selective(void)
 			       what);
 	}
 	EXPECT(fi_cntr_read(s.read_cntr) == ++r, "%s: read counter %" PRIu64,
-		what, fi_cntr_read(s.read_cntr));
+	       what, fi_cntr_read(s.read_cntr));
 	rt_pat_check(lbuf, 704, 0, 20000, "%s", what);
 	rt_cq_expect_empty(s.tx, "only FI_COMPLETION operations have entries");
 	EXPECT(fi_cntr_readerr(s.write_cntr) == 0 &&
-		fi_cntr_readerr(s.read_cntr) == 0, "no errors");
+		       fi_cntr_readerr(s.read_cntr) == 0,
+	       "no errors");
 	rt_node_close(&s);
 	rt_note("7. selective completion: ok");
 }
@@ -617,18 +659,17 @@ static void write_after_error(const char *after)
 	size_t eagain = 0;
 
 	rt_pat_gen(lbuf, 800 + nwrites, 0, 128);
-	while ((ret = fi_write(in.ep, lbuf, 128, NULL, in.peer,
-			       tk.t.addr + 200, tk.t.key, CTX(20))) ==
-	       -FI_EAGAIN) {
+	while ((ret = fi_write(in.ep, lbuf, 128, NULL, in.peer, tk.t.addr + 200,
+			       tk.t.key, CTX(20))) == -FI_EAGAIN) {
 		eagain++;
 		rt_check_deadline(deadline, "%s to post", what);
 		itest_progress();
 	}
 	if (ret)
 		FAIL("%s returned %zd (%s) after %zu x -FI_EAGAIN: the failed "
-		      "operation was reported already (error completion), so "
-		      "the next one should reconnect and succeed", what, ret,
-		      fi_strerror((int) -ret), eagain);
+		     "operation was reported already (error completion), so "
+		     "the next one should reconnect and succeed",
+		     what, ret, fi_strerror((int) -ret), eagain);
 	wait_tx(CTX(20), FI_WRITE, what);
 	nwrites++;
 	check_counts(&in, nwrites, nreads, nwrite_errs, nread_errs, what);
@@ -638,23 +679,24 @@ static void write_after_error(const char *after)
 
 static void expect_error(void *context, uint64_t flags, const char *what)
 {
-	struct fi_cq_err_entry e = rt_cq_wait_err(in.tx, "the error entry "
-						   "of %s", what);
+	struct fi_cq_err_entry e = rt_cq_wait_err(in.tx,
+						  "the error entry "
+						  "of %s",
+						  what);
 
 	rt_note("   %s: err %d (%s), prov_errno %d (%s)", what, e.err,
 		fi_strerror(e.err), e.prov_errno,
 		fi_cq_strerror(in.tx->cq, e.prov_errno, e.err_data, NULL, 0));
 	EXPECT(e.err > 0, "%s: err %d", what, e.err);
 	EXPECT(e.prov_errno != 0, "%s: prov_errno %d", what, e.prov_errno);
-	EXPECT(e.op_context == context, "%s: op_context %p, expected %p",
-		what, e.op_context, context);
+	EXPECT(e.op_context == context, "%s: op_context %p, expected %p", what,
+	       e.op_context, context);
 	EXPECT((e.flags & (FI_RMA | flags)) == (FI_RMA | flags),
-		"%s: flags 0x%" PRIx64, what, e.flags);
+	       "%s: flags 0x%" PRIx64, what, e.flags);
 	rt_cq_expect_empty(in.tx, "after the error of %s", what);
 }
 
-static void bad_write(uint64_t addr, uint64_t key, size_t len,
-		      const char *what)
+static void bad_write(uint64_t addr, uint64_t key, size_t len, const char *what)
 {
 	rt_pat_gen(lbuf, 900, 0, len);
 	RT_POST(fi_write(in.ep, lbuf, len, NULL, in.peer, addr, key, CTX(21)),
@@ -681,7 +723,8 @@ static void part_errors(void)
 	what = "a read with a wrong key";
 	memset(lbuf, UNTOUCHED, 4096);
 	RT_POST(fi_read(in.ep, lbuf, 64, NULL, in.peer, tk.t.addr, bad_key,
-			CTX(22)), "%s", what);
+			CTX(22)),
+		"%s", what);
 	expect_error(CTX(22), FI_READ, what);
 	nread_errs++;
 	check_counts(&in, nwrites, nreads, nwrite_errs, nread_errs, what);
@@ -692,7 +735,8 @@ static void part_errors(void)
 	what = "a read of the MR without FI_REMOTE_WRITE";
 	memset(lbuf, UNTOUCHED, ROLEN);
 	RT_POST(fi_read(in.ep, lbuf, ROLEN, ldesc, in.peer, tk.ro.addr,
-			tk.ro.key, CTX(23)), "%s", what);
+			tk.ro.key, CTX(23)),
+		"%s", what);
 	wait_tx(CTX(23), FI_READ, what);
 	nreads++;
 	rt_pat_check(lbuf, 77, 0, ROLEN, "%s", what);
@@ -703,7 +747,8 @@ static void part_errors(void)
 static void initiator(void *arg)
 {
 	struct itest_chan ch = itest_link_child(&link_);
-	struct rt_node_opts o = { .tx_errors_ok = true, .write_cntr = true,
+	struct rt_node_opts o = { .tx_errors_ok = true,
+				  .write_cntr = true,
 				  .read_cntr = true };
 
 	(void) arg;
@@ -736,6 +781,7 @@ int main(void)
 	int64_t start = itest_now_ms();
 	struct itest_chan ch;
 
+	rt_init();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	itest_link_init(&link_);
 	itest_fork("initiator", initiator, NULL);

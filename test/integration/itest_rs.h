@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the message feature tests (nrma_msg_* but pingpong and peers, and
+ * nrma_tagged_peek) share: a receiver (this process, "R") and a forked
+ * sender ("S"), which run the same phases, each phase on fresh endpoints,
+ * in step over one pipe.  rs_main forks S, runs the phases on both sides
+ * and waits for S; is_r says which side a phase runs on.
+ *
+ * The helpers are compiled once, in itest_rs.c, into libitest.la.
+ */
+#ifndef NRMA_ITEST_RS_H
+#define NRMA_ITEST_RS_H
+
+#include "itest_msg.h"
+
+/* Rendezvous sizes (eager messages end at 8192 bytes). */
+#define RNDV_A 20000
+#define RNDV_B 100000
+
+/* Our end of the pipe to the peer; whether we are R. */
+extern struct itest_chan chan;
+extern bool is_r;
+
+/* Op contexts: &ctx[i]. */
+extern char ctx[256];
+
+#define CTX(i)	     ((void *) &ctx[i])
+#define CTX_INDEX(p) ((size_t) ((char *) (p) -ctx))
+
+/*
+ * Steps: next_step is one both sides reach; signal_peer tells the peer
+ * that we reached one, await_peer waits (progressing) until it did.
+ */
+void next_step(const char *what);
+void signal_peer(void);
+void await_peer(const char *what);
+
+/* Opens a node and swaps names with the peer. */
+void open_pair(struct itest_node *n, const struct itest_node_opts *o,
+	       const char *name);
+
+/* Both sides are done: checks for stray completions and closes. */
+void close_pair(struct itest_node *n, const char *phase);
+
+/* Fails unless len bytes at p are all zero (never written). */
+void check_untouched(const void *p, size_t len, const char *what);
+
+/*
+ * One zeroed buffer for n messages: message i (len(i) bytes plus slack)
+ * starts at off[i], and an untouched guard follows each.
+ */
+unsigned char *msg_layout(size_t *off, size_t n, size_t (*len)(size_t),
+			  size_t slack);
+
+/* Sends, retrying on -FI_EAGAIN. */
+void send_msg(struct itest_node *n, const void *buf, size_t len, void *context,
+	      const char *what);
+void recv_msg(struct itest_node *n, void *buf, size_t len, void *context,
+	      const char *what);
+
+/* Waits for count send completions with contexts CTX(first)... in any order. */
+void wait_sends(struct itest_node *n, size_t first, size_t count,
+		const char *what);
+
+/* A phase of a test: fn runs on both sides, as itest_step name. */
+struct rs_phase {
+	void (*fn)(void);
+	const char *name;
+};
+
+/* Runs test name: the n phases, in order, on both sides; passes after. */
+int rs_main(const char *name, const struct rs_phase *phases, size_t n);
+
+#endif /* NRMA_ITEST_RS_H */
