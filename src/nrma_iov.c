@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdint.h>
 #include <string.h>
 
 #include "nrma_iov.h"
@@ -7,8 +8,11 @@ size_t nrma_iov_len(const struct iovec *iov, size_t count)
 {
 	size_t len = 0;
 
-	for (size_t i = 0; i < count; i++)
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len > SIZE_MAX - len)
+			return SIZE_MAX; /* no operation is that long */
 		len += iov[i].iov_len;
+	}
 	return len;
 }
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
+/* The total length; SIZE_MAX when it would not fit in a size_t. */
 size_t nrma_iov_len(const struct iovec *iov, size_t count);
 /* Copies up to len bytes from iov (starting at offset) into buf. */
 size_t nrma_iov_gather(void *buf, const struct iovec *iov, size_t count,

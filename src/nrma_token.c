@@ -16,7 +16,6 @@ int nrma_token_table_init(struct nrma_token_table *table, size_t count,
 		nrma_bufpool_fini(&table->slots);
 		return -ENOMEM;
 	}
-	table->next_gen = 0;
 	return 0;
 }
 
@@ -31,8 +30,11 @@ int64_t nrma_token_get(struct nrma_token_table *table)
 {
 	int64_t index = nrma_bufpool_get(&table->slots);
 
-	if (index >= 0)
-		table->gen[index] = ++table->next_gen;
+	if (index < 0)
+		return index;
+	do
+		table->gen[index] = arc4random();
+	while (!table->gen[index]);
 	return index;
 }
 

@@ -3,7 +3,8 @@
  * A token table: fixed-size slots, each in use named by a token that a
  * peer may echo back (an ACK names the send it completes).  A token is
  * the slot's index and the generation it got when it was taken, so a
- * token of a slot freed and taken again finds nothing.
+ * token of a slot freed and taken again finds nothing.  Generations are
+ * random and never 0: a peer that sees some tokens cannot tell others.
  */
 #ifndef NRMA_TOKEN_H
 #define NRMA_TOKEN_H
@@ -16,7 +17,6 @@
 struct nrma_token_table {
 	struct nrma_bufpool slots;
 	uint32_t *gen; /* by slot; 0: free */
-	uint32_t next_gen;
 };
 
 int nrma_token_table_init(struct nrma_token_table *table, size_t count,

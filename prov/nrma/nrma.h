@@ -11,7 +11,9 @@
  *
  * Lock order, outermost first; a thread holding one lock only ever takes
  * locks further down the list:
- *   1. nrma_poll.lock: a poll set's members
+ *   1. nrma_poll.lock: a poll set's members, or
+ *      nrma_cm_thread.lock: held by control progress while it handles
+ *      one endpoint's connection events
  *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses
  *   3. nrma_ep.lock: an endpoint's data path and connections
  *   4. leaves, never held two at a time: nrma_cq.lock, nrma_cntr.lock,
@@ -52,6 +54,7 @@ extern struct fi_provider nrma_prov;
 
 struct nrma_cm;
 struct nrma_cm_ops;
+struct nrma_cm_thread;
 struct nrma_cntr;
 struct nrma_ep;
 struct nrma_notify;
@@ -167,9 +170,10 @@ struct nrma_domain {
 	const struct nrma_device *device;
 	struct fi_info *info;
 	struct nrma_verbs_domain *verbs;
-	struct nrma_eq *eq;	    /* bound for asynchronous errors */
-	struct nrma_notify *notify; /* notification cells */
-	atomic_int ref;		    /* open child objects */
+	struct nrma_eq *eq;		  /* bound for asynchronous errors */
+	struct nrma_notify *notify;	  /* notification cells */
+	struct nrma_cm_thread *cm_thread; /* control progress */
+	atomic_int ref;			  /* open child objects */
 };
 
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -231,17 +235,13 @@ void nrma_ep_set_progress(struct nrma_ep_set *set);
 int nrma_ep_set_arm(struct nrma_ep_set *set);
 
 /*
- * Completion queue: a ring of completions and a list of errors, written
- * by endpoint progress (nrma_comp.c) and read here.
+ * Completion queue: a ring of completions, errors among them in the order
+ * they came, written by endpoint progress (nrma_comp.c) and read here.
  */
 struct nrma_cq_entry {
 	struct fi_cq_tagged_entry comp;
 	fi_addr_t src_addr;
-};
-
-struct nrma_cq_err {
-	struct nrma_dlist link;
-	struct fi_cq_err_entry err;
+	struct fi_cq_err_entry *err; /* an error entry's, else NULL */
 };
 
 struct nrma_cq {
@@ -251,12 +251,12 @@ struct nrma_cq {
 	enum fi_cq_format format;
 	enum fi_cq_wait_cond wait_cond;
 	size_t threshold;
-	struct nrma_ring comps;	  /* struct nrma_cq_entry */
-	struct nrma_dlist errors; /* struct nrma_cq_err */
+	struct nrma_ring comps; /* struct nrma_cq_entry */
+	size_t errors;		/* error entries among them */
 	bool signaled;
 	struct nrma_wait wait;
 	struct nrma_ep_set eps; /* endpoints to progress */
-	atomic_int ref;		/* endpoints bound to it */
+	atomic_int ref;		/* endpoints, poll sets using it */
 };
 
 int nrma_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
@@ -276,7 +276,7 @@ struct nrma_cntr {
 	size_t words_cap;
 	struct nrma_wait wait;
 	struct nrma_ep_set eps; /* endpoints to progress */
-	atomic_int ref;		/* endpoints bound to it */
+	atomic_int ref;		/* endpoints, poll sets using it */
 };
 
 int nrma_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
@@ -333,6 +333,14 @@ void nrma_ep_progress(struct nrma_ep *ep);
 int nrma_ep_arm(struct nrma_ep *ep);
 /* Before close: ACKs owed to peers get out, for a bounded time. */
 void nrma_ep_linger(struct nrma_ep *ep);
+/*
+ * Control progress (nrma_progress.c): a domain's thread handles the
+ * connection events of the endpoints it watches, from fi_enable on.
+ */
+int nrma_cm_thread_open(struct nrma_cm_thread **thread);
+void nrma_cm_thread_close(struct nrma_cm_thread *thread);
+int nrma_cm_thread_watch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
+void nrma_cm_thread_unwatch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 /* How connection management reports to an endpoint. */
 extern const struct nrma_cm_ops nrma_progress_cm_ops;
 

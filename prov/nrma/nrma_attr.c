@@ -104,7 +104,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 
 	info->domain_attr->caps = NRMA_DOMAIN_CAPS;
 	info->domain_attr->threading = FI_THREAD_SAFE;
-	info->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	info->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	info->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	info->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	info->domain_attr->av_type = FI_AV_UNSPEC;
@@ -188,18 +188,18 @@ static bool name_differs(const char *want, const char *have)
 	return want && strcmp(want, have);
 }
 
-static bool progress_differs(enum fi_progress want, enum fi_progress have)
+/* Automatic progress serves an application that would drive it too. */
+static bool progress_unmet(enum fi_progress want, enum fi_progress have)
 {
-	return want != FI_PROGRESS_UNSPEC && want != have;
+	return want == FI_PROGRESS_AUTO && have != FI_PROGRESS_AUTO;
 }
 
 static bool domain_unmet(uint32_t version, const struct fi_domain_attr *prov,
 			 const struct fi_domain_attr *want, uint64_t caps)
 {
 	return name_differs(want->name, prov->name) ||
-	       progress_differs(want->control_progress,
-				prov->control_progress) ||
-	       progress_differs(want->data_progress, prov->data_progress) ||
+	       progress_unmet(want->control_progress, prov->control_progress) ||
+	       progress_unmet(want->data_progress, prov->data_progress) ||
 	       (want->av_type != FI_AV_UNSPEC && want->av_type != FI_AV_MAP &&
 		want->av_type != FI_AV_TABLE) ||
 	       mr_mode_unmet(version, caps, want->mr_mode) ||

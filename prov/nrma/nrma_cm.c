@@ -26,6 +26,12 @@
 #include "nrma_verbs.h"
 
 #define NRMA_CM_TIMEOUT_MS	 2000
+/*
+ * A peer that stops answering fails its operations after 7 retries of
+ * 4.096 us * 2^16 = 268 ms each: about 2 s (more on devices that round up).
+ */
+#define NRMA_ACK_TIMEOUT	 16
+#define NRMA_RETRY_COUNT	 7
 /* A peer that refuses us may not be listening yet: keep trying this long. */
 #define NRMA_CONNECT_PATIENCE_MS 10000
 
@@ -33,7 +39,8 @@ struct nrma_cm {
 	struct rdma_event_channel *channel; /* listener's and connections' */
 	struct rdma_cm_id *listen_id;
 	struct nrma_conn_table table;
-	struct nrma_cm_attr attr; /* set by nrma_cm_listen */
+	struct nrma_dlist retired; /* connections waiting to be unused */
+	struct nrma_cm_attr attr;  /* set by nrma_cm_listen */
 };
 
 static int cm_bind(struct nrma_cm *cm, const struct sockaddr_in *addr)
@@ -65,6 +72,7 @@ int nrma_cm_open(const struct sockaddr_in *addr, struct nrma_cm **cmp)
 	if (!cm)
 		return -FI_ENOMEM;
 	nrma_conn_table_init(&cm->table);
+	nrma_dlist_init(&cm->retired);
 	cm->channel = rdma_create_event_channel();
 	if (!cm->channel) {
 		ret = -errno;
@@ -135,7 +143,7 @@ static struct rdma_conn_param cm_conn_param(const struct nrma_cm *cm,
 		.private_data_len = sizeof(*data),
 		.responder_resources = cm->attr.rd_atomic_depth,
 		.initiator_depth = cm->attr.rd_atomic_depth,
-		.retry_count = 7,
+		.retry_count = NRMA_RETRY_COUNT,
 		/* A receiver out of buffers slows senders down, forever. */
 		.rnr_retry_count = 7,
 	};
@@ -160,34 +168,55 @@ static struct nrma_conn *conn_alloc(struct nrma_cm *cm, struct rdma_cm_id *id,
 	return conn;
 }
 
-static void conn_release_id(struct nrma_conn *conn)
-{
-	nrma_conn_table_unmap(&conn->cm->table, conn);
-	if (conn->qp)
-		nrma_verbs_qp_destroy(conn->qp);
-	conn->qp = NULL;
-	if (conn->id)
-		rdma_destroy_id(conn->id);
-	conn->id = NULL;
-}
-
-/* For connections that never carried an operation. */
+/*
+ * Never while one of its events is being handled: rdma_destroy_id waits
+ * for the events it delivered to be acknowledged.
+ */
 static void conn_destroy(struct nrma_conn *conn)
 {
-	conn_release_id(conn);
+	if (!conn->retired)
+		nrma_conn_table_unmap(&conn->cm->table, conn);
+	if (conn->qp)
+		nrma_verbs_qp_destroy(conn->qp);
+	if (conn->id)
+		rdma_destroy_id(conn->id);
 	nrma_dlist_remove(&conn->link);
 	free(conn);
 }
 
 /*
- * A failed connection gives up its queue pair but its struct stays on
- * the endpoint's list until the endpoint closes: operations that used it
- * may still be completing.
+ * A connection nobody will look up again.  Its queue pair is flushed, so
+ * that every work request on it completes; it is freed by nrma_cm_reap
+ * once no operation uses it any more.
  */
 static void conn_retire(struct nrma_conn *conn)
 {
-	conn_release_id(conn);
+	struct nrma_cm *cm = conn->cm;
+
+	if (conn->retired)
+		return;
+	nrma_conn_table_unmap(&cm->table, conn);
+	if (conn->qp)
+		nrma_verbs_qp_flush(conn->qp);
 	conn->state = NRMA_CONN_FAILED;
+	conn->retired = true;
+	nrma_dlist_remove(&conn->link);
+	nrma_dlist_insert_tail(&conn->link, &cm->retired);
+}
+
+/* Frees the retired connections that nothing uses any more. */
+static void cm_reap(struct nrma_cm *cm)
+{
+	struct nrma_dlist *item = cm->retired.next;
+
+	while (item != &cm->retired) {
+		struct nrma_conn *conn =
+			nrma_container_of(item, struct nrma_conn, link);
+
+		item = item->next;
+		if (!conn->refs)
+			conn_destroy(conn);
+	}
 }
 
 void nrma_conn_fail(struct nrma_conn *conn, int error)
@@ -202,14 +231,30 @@ void nrma_conn_fail(struct nrma_conn *conn, int error)
 		  fi_strerror(error));
 	conn->state = NRMA_CONN_FAILED;
 	conn->error = error;
+	/* What is still queued on it completes now, with errors, and the
+	 * peer learns that the connection is gone. */
+	if (conn->qp)
+		nrma_verbs_qp_flush(conn->qp);
+	if (conn->established)
+		rdma_disconnect(conn->id);
 	cm->attr.ops->conn_failed(cm->attr.arg, conn);
+	/* Only an fi_addr_t leads back to it: without one it is done. */
+	if (nrma_conn_table_by_addr(&cm->table, conn->fi_addr) != conn)
+		conn_retire(conn);
 }
 
 static int conn_create_qp(struct nrma_conn *conn)
 {
 	struct nrma_cm *cm = conn->cm;
+	uint8_t ack_timeout = NRMA_ACK_TIMEOUT;
 	int ret;
 
+	/* Older kernels keep their own timeout: only a bound then differs. */
+	if (rdma_set_option(conn->id, RDMA_OPTION_ID,
+			    RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+			    sizeof(ack_timeout)))
+		NRMA_DBG(FI_LOG_EP_CTRL, "no ACK timeout set: %s\n",
+			 strerror(errno));
 	/*
 	 * Per peer, only a small send queue: a full one pushes back on
 	 * sends with -FI_EAGAIN and delays ACKs and reads, and receive
@@ -258,6 +303,15 @@ static int conn_start(struct nrma_cm *cm, fi_addr_t fi_addr,
 	return 0;
 }
 
+/* A failed connection that another replaces for its peer. */
+static void conn_drop(struct nrma_conn *conn)
+{
+	if (conn->error == -FI_EAGAIN)
+		conn_destroy(conn); /* it never carried an operation */
+	else
+		conn_retire(conn);
+}
+
 /*
  * A failed connection: a refused one is tried again (for a while), one
  * that broke after it was up is made again, and one that never came up is
@@ -287,21 +341,25 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 		  const struct sockaddr_in *peer, struct nrma_conn **connp)
 {
 	struct nrma_conn *conn = nrma_conn_table_by_addr(&cm->table, fi_addr);
+	struct nrma_conn *accepted;
 	int ret;
 
 	if (conn && conn->state == NRMA_CONN_CONNECTED) {
 		*connp = conn;
 		return 0;
 	}
-	if (conn && conn->state == NRMA_CONN_FAILED)
-		return conn_redo(cm, conn, fi_addr, peer);
-	if (conn)
+	if (conn && conn->state != NRMA_CONN_FAILED)
 		return -FI_EAGAIN;
-	conn = nrma_conn_table_by_name(&cm->table, peer);
-	if (conn) { /* accepted before we knew its fi_addr_t */
-		ret = nrma_conn_table_map(&cm->table, conn, fi_addr);
+	/* The peer connected to us: before we knew it, or after our try. */
+	accepted = nrma_conn_table_by_name(&cm->table, peer);
+	if (accepted) {
+		if (conn)
+			conn_drop(conn);
+		ret = nrma_conn_table_map(&cm->table, accepted, fi_addr);
 		return ret ? ret : nrma_conn_get(cm, fi_addr, peer, connp);
 	}
+	if (conn)
+		return conn_redo(cm, conn, fi_addr, peer);
 	ret = conn_start(cm, fi_addr, peer, now_ms());
 	return ret ? ret : -FI_EAGAIN;
 }
@@ -340,7 +398,11 @@ static void cm_on_established(struct nrma_conn *conn, struct rdma_cm_event *ev)
 {
 	const struct nrma_cm_data *data = cm_data_of(ev);
 
-	if (conn->outgoing && !data) {
+	/* The endpoint we meant to reach answers (maybe by another of its
+	 * host's addresses), in our protocol. */
+	if (conn->outgoing &&
+	    (!data || nrma_cm_data_version(data) != NRMA_PROTOCOL_VERSION ||
+	     data->name.sin_port != conn->peer.sin_port)) {
 		nrma_conn_fail(conn, -FI_EOTHER);
 		return;
 	}
@@ -368,19 +430,32 @@ enum nrma_cm_cleanup {
 	NRMA_CM_DESTROY_CONN, /* a connection nobody will use */
 };
 
-/* A lost race or a restarted peer: the new connection takes the old's place. */
+/* Our attempt lost the race: the peer's connection takes its place. */
 static void cm_replace(struct nrma_conn *conn, struct nrma_conn *existing)
 {
-	NRMA_INFO(FI_LOG_EP_CTRL,
-		  "%s:%u connects again: replacing our %s "
-		  "connection\n",
-		  inet_ntoa(conn->peer.sin_addr), ntohs(conn->peer.sin_port),
-		  existing->outgoing ? "outgoing" : "incoming");
+	NRMA_INFO(FI_LOG_EP_CTRL, "%s:%u connects too: dropping our attempt\n",
+		  inet_ntoa(conn->peer.sin_addr), ntohs(conn->peer.sin_port));
 	conn->fi_addr = existing->fi_addr;
 	nrma_conn_fail(existing, -FI_ECONNABORTED);
 	conn_retire(existing);
 	if (conn->fi_addr != FI_ADDR_NOTAVAIL)
 		nrma_conn_table_map(&conn->cm->table, conn, conn->fi_addr);
+}
+
+/*
+ * A request names its endpoint in its private data; its source address
+ * is the one rdmacm saw.  The source port is not the endpoint's, the host
+ * is: nobody may speak for an endpoint on another host.
+ */
+static bool cm_request_from(struct rdma_cm_id *id,
+			    const struct sockaddr_in *name)
+{
+	const struct sockaddr *src = rdma_get_peer_addr(id);
+
+	return src && src->sa_family == AF_INET &&
+	       name->sin_family == AF_INET &&
+	       ((const struct sockaddr_in *) src)->sin_addr.s_addr ==
+		       name->sin_addr.s_addr;
 }
 
 static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
@@ -396,13 +471,24 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
 	}
+	if (!cm_request_from(ev->id, &req->name)) {
+		cm_reject(cm, ev->id, NRMA_REJECT_IDENTITY);
+		return NRMA_CM_DESTROY_ID;
+	}
 	/* An endpoint sending to itself: its outgoing end stays for sends. */
 	self = !nrma_addr_cmp(&req->name, &cm->attr.name);
 	existing = self ? NULL :
 			  nrma_conn_table_by_name(&cm->table, &req->name);
-	if (!nrma_conn_request_wins(&cm->attr.name, existing)) {
+	switch (nrma_conn_request_verdict(&cm->attr.name, existing)) {
+	case NRMA_CONN_BUSY:
+		cm->attr.ops->probe(cm->attr.arg, existing);
+		cm_reject(cm, ev->id, NRMA_REJECT_BUSY);
+		return NRMA_CM_DESTROY_ID;
+	case NRMA_CONN_COLLISION:
 		cm_reject(cm, ev->id, NRMA_REJECT_COLLISION);
 		return NRMA_CM_DESTROY_ID;
+	case NRMA_CONN_ACCEPT:
+		break;
 	}
 	conn = conn_alloc(cm, ev->id, &req->name, false);
 	if (!conn) {
@@ -436,16 +522,24 @@ void nrma_conn_heard(struct nrma_conn *conn)
 	}
 }
 
-/* A peer that rejected us for a collision is connecting to us instead. */
+/*
+ * A peer that rejected us for a collision is connecting to us instead, one
+ * that is busy checks its old connection to us, and one that sent no
+ * private data may not be listening yet: all are tried again, while the
+ * patience lasts, unless the peer's own connection has come in by then
+ * (nrma_conn_get).
+ */
 static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 					   struct rdma_cm_event *ev)
 {
 	const struct nrma_cm_data *data = cm_data_of(ev);
+	enum nrma_reject_reason why = data ? nrma_cm_data_reason(data) :
+					     NRMA_REJECT_NONE;
+	bool again = why == NRMA_REJECT_COLLISION || why == NRMA_REJECT_BUSY;
 
-	if (data && nrma_cm_data_reason(data) == NRMA_REJECT_COLLISION)
-		return NRMA_CM_DESTROY_CONN;
-	if (!data && now_ms() - conn->started < NRMA_CONNECT_PATIENCE_MS) {
-		conn->state = NRMA_CONN_FAILED; /* nobody listening, yet */
+	if ((!data || again) &&
+	    now_ms() - conn->started < NRMA_CONNECT_PATIENCE_MS) {
+		conn->state = NRMA_CONN_FAILED; /* to be tried again */
 		conn->error = -FI_EAGAIN;
 		return NRMA_CM_KEEP;
 	}
@@ -510,19 +604,16 @@ void nrma_cm_progress(struct nrma_cm *cm)
 		else if (cleanup == NRMA_CM_DESTROY_CONN)
 			conn_destroy(id->context);
 	}
+	cm_reap(cm);
 }
 
 void nrma_cm_close(struct nrma_cm *cm)
 {
 	struct nrma_dlist *item;
 
-	while ((item = nrma_dlist_pop_front(&cm->table.conns))) {
-		struct nrma_conn *conn =
-			nrma_container_of(item, struct nrma_conn, link);
-
-		nrma_dlist_init(&conn->link);
-		conn_destroy(conn);
-	}
+	while ((item = cm->table.conns.next) != &cm->table.conns ||
+	       (item = cm->retired.next) != &cm->retired)
+		conn_destroy(nrma_container_of(item, struct nrma_conn, link));
 	nrma_conn_table_fini(&cm->table);
 	rdma_destroy_id(cm->listen_id);
 	rdma_destroy_event_channel(cm->channel);

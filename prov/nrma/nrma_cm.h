@@ -50,6 +50,11 @@ struct nrma_conn {
 	size_t sq_free;	      /* send queue slots not in use */
 	uint32_t notify_rkey; /* the peer endpoint's cell, 0: none */
 	int64_t started;      /* ms: first attempt to reach the peer */
+	/* Operations and owed ACKs that use it: it lives while any do. */
+	size_t refs;
+	size_t acks_owed; /* ACKs waiting for room to go to the peer */
+	bool probing;	  /* a probe is on its way (nrma_probe) */
+	bool retired;	  /* replaced or given up: freed once unused */
 };
 
 /* An endpoint's connections (nrma_conn.c); no rdmacm in it. */
@@ -80,12 +85,21 @@ struct nrma_conn *nrma_conn_table_by_qp(const struct nrma_conn_table *table,
 					uint32_t qp_num);
 
 /*
- * When two endpoints connect to each other at once, both apply the same
- * rule: the connection initiated by the endpoint with the smaller name
- * wins.  Whether a request from existing's peer wins over existing.
+ * What to do with a connection request from the peer of existing (NULL:
+ * none).  When two endpoints connect to each other at once, both apply
+ * the same rule: the connection initiated by the endpoint with the
+ * smaller name wins.  A request never replaces a connection that is up:
+ * the peer may be restarting, or someone may claim its name; it is told
+ * to try again while the connection is checked.
  */
-bool nrma_conn_request_wins(const struct sockaddr_in *self,
-			    const struct nrma_conn *existing);
+enum nrma_conn_verdict {
+	NRMA_CONN_ACCEPT,
+	NRMA_CONN_COLLISION, /* reject: our connection is the one */
+	NRMA_CONN_BUSY,	     /* reject for now: one is up */
+};
+
+enum nrma_conn_verdict nrma_conn_request_verdict(
+	const struct sockaddr_in *self, const struct nrma_conn *existing);
 
 /* What the endpoint hears of its connections (nrma_cm.c). */
 struct nrma_cm_ops {
@@ -93,6 +107,8 @@ struct nrma_cm_ops {
 	void (*conn_failed)(void *arg, struct nrma_conn *conn);
 	/* A peer left: take in what it sent before it went. */
 	void (*drain)(void *arg);
+	/* Is conn's peer still there?  If not, conn fails soon. */
+	void (*probe)(void *arg, struct nrma_conn *conn);
 };
 
 /* Fixed when the endpoint is enabled. */

@@ -9,7 +9,8 @@
 
 #include "nrma_comp.h"
 
-static void comp_cq_write(struct nrma_cq *cq, const struct nrma_comp *comp)
+/* Queues one entry; a full ring grows as a backstop. */
+static void comp_cq_push(struct nrma_cq *cq, const struct nrma_cq_entry *entry)
 {
 	struct nrma_cq_entry *slot;
 
@@ -17,31 +18,41 @@ static void comp_cq_write(struct nrma_cq *cq, const struct nrma_comp *comp)
 	slot = nrma_ring_push(&cq->comps);
 	if (!slot && !nrma_ring_grow(&cq->comps))
 		slot = nrma_ring_push(&cq->comps);
-	if (slot)
-		*slot = (struct nrma_cq_entry){
-			.comp = { .op_context = comp->context,
-				  .flags = comp->flags & ~FI_COMPLETION,
-				  .len = comp->len,
-				  .buf = comp->buf,
-				  .data = comp->data,
-				  .tag = comp->tag },
-			.src_addr = comp->src,
-		};
-	else
+	if (slot) {
+		*slot = *entry;
+		cq->errors += entry->err != NULL;
+	} else {
 		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
+		free(entry->err);
+	}
 	nrma_wait_signal(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 }
 
+static void comp_cq_write(struct nrma_cq *cq, const struct nrma_comp *comp)
+{
+	struct nrma_cq_entry entry = {
+		.comp = { .op_context = comp->context,
+			  .flags = comp->flags & ~FI_COMPLETION,
+			  .len = comp->len,
+			  .buf = comp->buf,
+			  .data = comp->data,
+			  .tag = comp->tag },
+		.src_addr = comp->src,
+	};
+
+	comp_cq_push(cq, &entry);
+}
+
 static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 {
-	struct nrma_cq_err *entry = calloc(1, sizeof(*entry));
+	struct nrma_cq_entry entry = { .err = malloc(sizeof(*entry.err)) };
 
-	if (!entry) {
+	if (!entry.err) {
 		NRMA_WARN(FI_LOG_CQ, "out of memory: error completion lost\n");
 		return;
 	}
-	entry->err = (struct fi_cq_err_entry){
+	*entry.err = (struct fi_cq_err_entry){
 		.op_context = comp->context,
 		.flags = comp->flags & ~FI_COMPLETION,
 		.len = comp->len,
@@ -52,10 +63,7 @@ static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 		.err = comp->err,
 		.prov_errno = comp->prov_errno,
 	};
-	pthread_mutex_lock(&cq->lock);
-	nrma_dlist_insert_tail(&entry->link, &cq->errors);
-	nrma_wait_signal(&cq->wait);
-	pthread_mutex_unlock(&cq->lock);
+	comp_cq_push(cq, &entry);
 }
 
 static void comp_cntr_bump(struct nrma_cntr *cntr, bool error)

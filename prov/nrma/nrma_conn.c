@@ -111,14 +111,15 @@ struct nrma_conn *nrma_conn_table_by_qp(const struct nrma_conn_table *table,
 	return nrma_hash_find(&table->by_qp, qp_num);
 }
 
-/*
- * The smaller name's request wins, so the larger one gives up its own
- * attempt.  A request from a peer we are connected to is that peer
- * connecting again.
- */
-bool nrma_conn_request_wins(const struct sockaddr_in *self,
-			    const struct nrma_conn *existing)
+/* The smaller name's request wins: the larger gives up its own attempt. */
+enum nrma_conn_verdict nrma_conn_request_verdict(
+	const struct sockaddr_in *self, const struct nrma_conn *existing)
 {
-	return !existing || existing->state == NRMA_CONN_CONNECTED ||
-	       (existing->outgoing && nrma_addr_cmp(self, &existing->peer) > 0);
+	if (!existing)
+		return NRMA_CONN_ACCEPT;
+	if (existing->state == NRMA_CONN_CONNECTED)
+		return NRMA_CONN_BUSY;
+	return existing->outgoing && nrma_addr_cmp(self, &existing->peer) > 0 ?
+		       NRMA_CONN_ACCEPT :
+		       NRMA_CONN_COLLISION;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Completion queues.  Completions wait in a ring sized as the application
- * asked; errors wait in a list and take precedence, as fi_cq(3) reads:
- * while one is pending, fi_cq_read returns -FI_EAVAIL.  Endpoint progress
+ * asked, error entries among them in the order they came: fi_cq_read
+ * returns the completions before the first error, then -FI_EAVAIL until
+ * fi_cq_readerr takes it (as libfabric's own CQs do).  Endpoint progress
  * writes both (nrma_comp.c); this file reads them.
  */
 #include <stdlib.h>
@@ -46,21 +47,42 @@ static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 {
 	size_t n, size = cq_format_size(cq->format);
 
-	if (!nrma_dlist_empty(&cq->errors))
-		return -FI_EAVAIL;
 	if (nrma_ring_empty(&cq->comps))
 		return -FI_EAGAIN;
 	for (n = 0; n < count && n < cq->comps.count; n++) {
 		const struct nrma_cq_entry *entry = nrma_ring_at(&cq->comps, n);
 
+		if (entry->err)
+			break;
 		cq_copy_entry(cq, (char *) buf + n * size, entry);
 		if (src_addr)
 			src_addr[n] = entry->src_addr;
 	}
+	if (!n && count)
+		return -FI_EAVAIL;
 	nrma_ring_consume(&cq->comps, n);
 	if (nrma_ring_empty(&cq->comps))
 		nrma_wait_drain(&cq->wait);
 	return n;
+}
+
+/* The error entry at the head of the ring, taken off it, or NULL. */
+static struct fi_cq_err_entry *cq_pop_err(struct nrma_cq *cq)
+{
+	struct nrma_cq_entry *head;
+	struct fi_cq_err_entry *err;
+
+	if (nrma_ring_empty(&cq->comps))
+		return NULL;
+	head = nrma_ring_at(&cq->comps, 0);
+	err = head->err;
+	if (!err)
+		return NULL;
+	nrma_ring_consume(&cq->comps, 1);
+	cq->errors--;
+	if (nrma_ring_empty(&cq->comps))
+		nrma_wait_drain(&cq->wait);
+	return err;
 }
 
 static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -87,28 +109,21 @@ static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
 			       struct fi_cq_err_entry *buf, uint64_t flags)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
-	struct nrma_dlist *item;
-	struct nrma_cq_err *err;
+	struct fi_cq_err_entry *err;
 	size_t size;
 
 	if (flags)
 		return -FI_EBADFLAGS;
 	nrma_ep_set_progress(&cq->eps);
 	pthread_mutex_lock(&cq->lock);
-	item = nrma_dlist_pop_front(&cq->errors);
-	if (!item) {
-		pthread_mutex_unlock(&cq->lock);
-		return -FI_EAGAIN;
-	}
-	if (nrma_dlist_empty(&cq->errors) && nrma_ring_empty(&cq->comps))
-		nrma_wait_drain(&cq->wait);
+	err = cq_pop_err(cq);
 	pthread_mutex_unlock(&cq->lock);
-
-	err = nrma_container_of(item, struct nrma_cq_err, link);
+	if (!err)
+		return -FI_EAGAIN;
 	size = nrma_err_entry_size(
 		cq->domain->fabric->api_version, sizeof(*buf),
 		offsetof(struct fi_cq_err_entry, err_data_size));
-	memcpy(buf, &err->err, size);
+	memcpy(buf, err, size);
 	free(err);
 	return 1;
 }
@@ -117,7 +132,7 @@ static bool cq_ready(const struct nrma_cq *cq)
 {
 	size_t need = cq->wait_cond == FI_CQ_COND_THRESHOLD ? cq->threshold : 1;
 
-	return !nrma_dlist_empty(&cq->errors) || cq->comps.count >= need;
+	return cq->errors || cq->comps.count >= need;
 }
 
 /* Reads what is ready, or returns -FI_EAGAIN to keep waiting. */
@@ -241,12 +256,12 @@ static int nrma_cq_control(struct fid *fid, int command, void *arg)
 static int nrma_cq_close(struct fid *fid)
 {
 	struct nrma_cq *cq = nrma_cq_of_fid(fid);
-	struct nrma_dlist *item;
 
 	if (atomic_load(&cq->ref))
 		return -FI_EBUSY;
-	while ((item = nrma_dlist_pop_front(&cq->errors)))
-		free(nrma_container_of(item, struct nrma_cq_err, link));
+	for (size_t i = 0; i < cq->comps.count; i++)
+		free(((struct nrma_cq_entry *) nrma_ring_at(&cq->comps, i))
+			     ->err);
 	nrma_ring_fini(&cq->comps);
 	nrma_ep_set_fini(&cq->eps);
 	nrma_wait_close(&cq->wait);
@@ -316,7 +331,6 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 	if (ret)
 		goto err_ring;
 	pthread_mutex_init(&cq->lock, NULL);
-	nrma_dlist_init(&cq->errors);
 	nrma_ep_set_init(&cq->eps);
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
 			     FI_CQ_FORMAT_CONTEXT :

@@ -15,6 +15,7 @@ static int nrma_domain_close(struct fid *fid)
 		return -FI_EBUSY;
 	if (domain->eq)
 		atomic_fetch_sub(&domain->eq->ref, 1);
+	nrma_cm_thread_close(domain->cm_thread);
 	nrma_notify_close(domain->notify);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
@@ -64,6 +65,30 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.endpoint2 = nrma_no_endpoint2,
 };
 
+static int domain_resources_open(struct nrma_domain *domain,
+				 const struct nrma_device *dev)
+{
+	int ret = nrma_verbs_domain_open(dev, &domain->verbs);
+
+	if (ret)
+		return ret;
+	ret = nrma_notify_open(domain->verbs, nrma_params.notify_cells,
+			       &domain->notify);
+	if (ret)
+		goto err_verbs;
+	ret = nrma_cm_thread_open(&domain->cm_thread);
+	if (ret)
+		goto err_notify;
+	return 0;
+
+err_notify:
+	nrma_cm_thread_close(domain->cm_thread);
+	nrma_notify_close(domain->notify);
+err_verbs:
+	nrma_verbs_domain_close(domain->verbs);
+	return ret;
+}
+
 static const struct nrma_device *domain_device(const char *name)
 {
 	for (size_t i = 0; i < nrma_device_count; i++)
@@ -93,15 +118,9 @@ int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		ret = -FI_ENOMEM;
 		goto err;
 	}
-	ret = nrma_verbs_domain_open(dev, &domain->verbs);
+	ret = domain_resources_open(domain, dev);
 	if (ret)
 		goto err;
-	ret = nrma_notify_open(domain->verbs, nrma_params.notify_cells,
-			       &domain->notify);
-	if (ret) {
-		nrma_verbs_domain_close(domain->verbs);
-		goto err;
-	}
 	domain->device = dev;
 	domain->fabric = fabric;
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;

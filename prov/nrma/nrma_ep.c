@@ -232,6 +232,8 @@ static int ep_enable(struct nrma_ep *ep)
 	if (!ret)
 		ret = nrma_cm_listen(ep->cm, &attr);
 	if (!ret)
+		ret = nrma_cm_thread_watch(ep->domain->cm_thread, ep);
+	if (!ret)
 		ep->enabled = true;
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
@@ -300,8 +302,10 @@ static int nrma_ep_close(struct fid *fid)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 
-	if (ep->enabled)
+	if (ep->enabled) {
+		nrma_cm_thread_unwatch(ep->domain->cm_thread, ep);
 		nrma_ep_linger(ep);
+	}
 	ep_unbind_all(ep);
 	nrma_cm_close(ep->cm);
 	nrma_xfer_close(ep);

@@ -116,7 +116,8 @@ void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left)
 		return rx->iov[0].iov_base;
 	}
 	rx->offset += len < space ? len : space;
-	if (nrma_rx_space(rx) < min_left)
+	/* A full buffer goes, even when min_left is 0. */
+	if (nrma_rx_space(rx) < min_left || !nrma_rx_space(rx))
 		match_release(rx);
 	return buf;
 }

@@ -30,10 +30,11 @@ struct nrma_rx_entry {
 	uint64_t flags; /* FI_TAGGED, FI_MULTI_RECV, FI_COMPLETION */
 	uint64_t tag;
 	uint64_t ignore;
-	fi_addr_t src; /* FI_DIRECTED_RECV, else FI_ADDR_UNSPEC */
-	size_t offset; /* FI_MULTI_RECV: bytes used */
-	size_t reads;  /* rendezvous reads landing in it */
-	bool released; /* off the posted queue */
+	fi_addr_t src;	/* FI_DIRECTED_RECV, else FI_ADDR_UNSPEC */
+	size_t offset;	/* FI_MULTI_RECV: bytes used */
+	size_t reads;	/* rendezvous reads landing in it */
+	bool released;	/* off the posted queue */
+	bool cancelled; /* FI_ECANCELED once reads are done */
 };
 
 /* A message that arrived before its receive, held in its buffer. */
@@ -80,7 +81,7 @@ size_t nrma_rx_space(const struct nrma_rx_entry *rx);
 /*
  * Takes len bytes of rx (all of it, unless FI_MULTI_RECV) for one message
  * and returns where they start.  A receive with less than min_left to
- * offer is released from its queue.
+ * offer, or with nothing, is released from its queue.
  */
 void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left);
 /* Takes the posted receive with this context off its queue, or NULL. */

@@ -2,7 +2,8 @@
 /*
  * Poll sets: one call that progresses a group of CQs and counters and
  * says which of them have something to read.  A counter counts as ready
- * when its value or error count changed since the last fi_poll.
+ * when its value or error count changed since the last fi_poll.  A member
+ * cannot close (-FI_EBUSY) until it leaves the set.
  */
 #include <stdlib.h>
 
@@ -60,6 +61,19 @@ static int nrma_poll_poll(struct fid_poll *poll_fid, void **context, int count)
 	return n;
 }
 
+/* What keeps a member open while the set refers to it. */
+static atomic_int *poll_member_ref(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_CQ ? &nrma_cq_of_fid(fid)->ref :
+					    &nrma_cntr_of_fid(fid)->ref;
+}
+
+static struct nrma_domain *poll_member_domain(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_CQ ? nrma_cq_of_fid(fid)->domain :
+					    nrma_cntr_of_fid(fid)->domain;
+}
+
 static int nrma_poll_add(struct fid_poll *poll_fid, struct fid *event_fid,
 			 uint64_t flags)
 {
@@ -68,8 +82,10 @@ static int nrma_poll_add(struct fid_poll *poll_fid, struct fid *event_fid,
 
 	if (flags)
 		return -FI_EBADFLAGS;
-	if (!event_fid || (event_fid->fclass != FI_CLASS_CQ &&
-			   event_fid->fclass != FI_CLASS_CNTR))
+	if (!event_fid ||
+	    (event_fid->fclass != FI_CLASS_CQ &&
+	     event_fid->fclass != FI_CLASS_CNTR) ||
+	    poll_member_domain(event_fid) != poll->domain)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&poll->lock);
 	members = realloc(poll->members, (poll->count + 1) * sizeof(*members));
@@ -77,6 +93,7 @@ static int nrma_poll_add(struct fid_poll *poll_fid, struct fid *event_fid,
 		poll->members = members;
 		members[poll->count++] =
 			(struct nrma_poll_member){ .fid = event_fid };
+		atomic_fetch_add(poll_member_ref(event_fid), 1);
 	}
 	pthread_mutex_unlock(&poll->lock);
 	return members ? 0 : -FI_ENOMEM;
@@ -94,6 +111,7 @@ static int nrma_poll_del(struct fid_poll *poll_fid, struct fid *event_fid,
 	for (size_t i = 0; i < poll->count; i++) {
 		if (poll->members[i].fid != event_fid)
 			continue;
+		atomic_fetch_sub(poll_member_ref(event_fid), 1);
 		poll->members[i] = poll->members[--poll->count];
 		ret = 0;
 		break;
@@ -107,6 +125,8 @@ static int nrma_poll_close(struct fid *fid)
 	struct nrma_poll *poll =
 		nrma_container_of(fid, struct nrma_poll, poll_fid.fid);
 
+	for (size_t i = 0; i < poll->count; i++)
+		atomic_fetch_sub(poll_member_ref(poll->members[i].fid), 1);
 	pthread_mutex_destroy(&poll->lock);
 	atomic_fetch_sub(&poll->domain->ref, 1);
 	free(poll->members);

@@ -1,14 +1,24 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Progress.  nrma's data and control progress are manual: reading a CQ or
- * counter progresses the endpoints bound to it (their endpoint set), and
- * an endpoint's progress reaps its device completions, hands each to the
- * side of the protocol it belongs to, retries what a full queue held
- * back, and reaps connection events.  Connection management reports back
- * through the callbacks at the end of this file.
+ * Progress.  Data progress is manual: reading a CQ or counter progresses
+ * the endpoints bound to it (their endpoint set), and an endpoint's
+ * progress reaps its device completions, hands each to the side of the
+ * protocol it belongs to, retries what a full queue held back, and reaps
+ * connection events.  Control progress is automatic as well: a thread per
+ * domain sleeps on its endpoints' connection channels and handles their
+ * events as they come, so that a peer is accepted while the application
+ * makes no call (a target of notified RMA only reads its counters).
+ * Connection management reports back through the callbacks at the end of
+ * this file.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nrma_comp.h"
 #include "nrma_xfer.h"
@@ -144,6 +154,10 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 	case NRMA_OP_RMA:
 		nrma_rma_finish(ep, op);
 		break;
+	case NRMA_OP_PROBE:
+		op->conn->probing = false;
+		nrma_op_free(ep->xfer, op);
+		break;
 	}
 }
 
@@ -189,6 +203,7 @@ int nrma_progress_poll(struct nrma_ep *ep)
 		else
 			progress_op_wc(ep, &wc[i]);
 	}
+	nrma_stalled_retry(ep);
 	nrma_reads_retry(ep);
 	nrma_acks_retry(ep);
 	return n > 0 ? n : 0;
@@ -225,7 +240,10 @@ int nrma_ep_arm(struct nrma_ep *ep)
 	return ret;
 }
 
-/* ACKs tell peers that their sends completed: let them leave. */
+/*
+ * ACKs tell peers that their sends completed: let them leave.  Another
+ * thread may still progress ep through a shared CQ, hence the lock.
+ */
 #define NRMA_LINGER_MS 1000
 
 void nrma_ep_linger(struct nrma_ep *ep)
@@ -234,9 +252,169 @@ void nrma_ep_linger(struct nrma_ep *ep)
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	pthread_mutex_lock(&ep->lock);
 	while ((x->acks || !nrma_dlist_empty(&x->pending_acks)) &&
 	       nrma_timeout_left(&start, NRMA_LINGER_MS))
 		nrma_progress_poll(ep);
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/* Control progress */
+
+#define NRMA_CM_THREAD_BATCH 16
+
+struct nrma_cm_thread {
+	pthread_t thread;
+	pthread_mutex_t lock; /* held while it handles an endpoint */
+	int epoll_fd;
+	int stop_fd;	      /* in the epoll set with a NULL ptr */
+	struct nrma_ep **eps; /* the endpoints it watches */
+	size_t count;
+};
+
+static bool progress_thread_watches(const struct nrma_cm_thread *t,
+				    const struct nrma_ep *ep)
+{
+	for (size_t i = 0; i < t->count; i++)
+		if (t->eps[i] == ep)
+			return true;
+	return false;
+}
+
+/* An endpoint closed since epoll_wait returned is no longer watched. */
+static void progress_thread_handle(struct nrma_cm_thread *t, struct nrma_ep *ep)
+{
+	pthread_mutex_lock(&t->lock);
+	if (progress_thread_watches(t, ep)) {
+		pthread_mutex_lock(&ep->lock);
+		nrma_cm_progress(ep->cm);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void *progress_thread_main(void *arg)
+{
+	struct nrma_cm_thread *t = arg;
+	struct epoll_event ev[NRMA_CM_THREAD_BATCH];
+
+	for (;;) {
+		int n = epoll_wait(t->epoll_fd, ev, NRMA_CM_THREAD_BATCH, -1);
+
+		if (n < 0 && errno != EINTR) {
+			NRMA_WARN(FI_LOG_EP_CTRL,
+				  "control progress stops: %s\n",
+				  strerror(errno));
+			return NULL;
+		}
+		for (int i = 0; i < n; i++) {
+			if (!ev[i].data.ptr)
+				return NULL;
+			progress_thread_handle(t, ev[i].data.ptr);
+		}
+	}
+}
+
+static int progress_epoll_add(int epoll_fd, int fd, void *ptr)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ptr };
+
+	return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* The application's signals are for its own threads. */
+static int progress_thread_start(struct nrma_cm_thread *t)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&t->thread, NULL, progress_thread_main, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+static void progress_thread_free(struct nrma_cm_thread *t)
+{
+	if (t->stop_fd >= 0)
+		close(t->stop_fd);
+	if (t->epoll_fd >= 0)
+		close(t->epoll_fd);
+	pthread_mutex_destroy(&t->lock);
+	free(t->eps);
+	free(t);
+}
+
+int nrma_cm_thread_open(struct nrma_cm_thread **thread)
+{
+	struct nrma_cm_thread *t = calloc(1, sizeof(*t));
+	int ret;
+
+	if (!t)
+		return -FI_ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	t->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	t->stop_fd = eventfd(0, EFD_CLOEXEC);
+	ret = t->epoll_fd < 0 || t->stop_fd < 0 ?
+		      -errno :
+		      progress_epoll_add(t->epoll_fd, t->stop_fd, NULL);
+	if (!ret)
+		ret = progress_thread_start(t);
+	if (ret) {
+		NRMA_WARN(FI_LOG_DOMAIN, "no control progress thread: %s\n",
+			  fi_strerror(-ret));
+		progress_thread_free(t);
+		return ret;
+	}
+	*thread = t;
+	return 0;
+}
+
+void nrma_cm_thread_close(struct nrma_cm_thread *t)
+{
+	uint64_t one = 1;
+
+	if (write(t->stop_fd, &one, sizeof(one)) != sizeof(one))
+		NRMA_WARN(FI_LOG_DOMAIN, "cannot stop control progress: %s\n",
+			  strerror(errno));
+	else
+		pthread_join(t->thread, NULL);
+	progress_thread_free(t);
+}
+
+int nrma_cm_thread_watch(struct nrma_cm_thread *t, struct nrma_ep *ep)
+{
+	struct nrma_ep **eps;
+	int ret;
+
+	pthread_mutex_lock(&t->lock);
+	eps = realloc(t->eps, (t->count + 1) * sizeof(*eps));
+	if (!eps) {
+		ret = -FI_ENOMEM;
+		goto out;
+	}
+	t->eps = eps;
+	ret = progress_epoll_add(t->epoll_fd, nrma_cm_fd(ep->cm), ep);
+	if (!ret)
+		t->eps[t->count++] = ep;
+out:
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+/* Once it returns, the thread is done with ep. */
+void nrma_cm_thread_unwatch(struct nrma_cm_thread *t, struct nrma_ep *ep)
+{
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->count; i++) {
+		if (t->eps[i] != ep)
+			continue;
+		epoll_ctl(t->epoll_fd, EPOLL_CTL_DEL, nrma_cm_fd(ep->cm), NULL);
+		t->eps[i] = t->eps[--t->count];
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* What connection management reports */
@@ -252,7 +430,13 @@ static void progress_drain(void *arg)
 		;
 }
 
+static void progress_probe(void *arg, struct nrma_conn *conn)
+{
+	nrma_probe(arg, conn);
+}
+
 const struct nrma_cm_ops nrma_progress_cm_ops = {
 	.conn_failed = progress_conn_failed,
 	.drain = progress_drain,
+	.probe = progress_probe,
 };

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Encoding and checking of the wire format (nrma_proto.h). */
 #include <arpa/inet.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
 
 #include "nrma_proto.h"
+
+/* The flags of a message (an ACK may only say NRMA_HDR_NACK). */
+#define NRMA_HDR_FLAGS (NRMA_HDR_CQ_DATA | NRMA_HDR_ACK_REQ | NRMA_HDR_TAGGED)
 
 void nrma_cm_data_init(struct nrma_cm_data *data,
 		       const struct sockaddr_in *name, uint32_t notify_rkey,
@@ -34,4 +40,49 @@ uint16_t nrma_cm_data_version(const struct nrma_cm_data *data)
 enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data)
 {
 	return ntohs(data->reject_reason);
+}
+
+static int proto_rndv_check(const struct nrma_hdr *hdr, const void *segs,
+			    size_t len)
+{
+	uint64_t sum = 0;
+
+	if (!hdr->seg_count || hdr->seg_count > NRMA_IOV_LIMIT ||
+	    len != hdr->seg_count * sizeof(struct nrma_rndv_seg))
+		return -FI_EINVAL;
+	for (size_t i = 0; i < hdr->seg_count; i++) {
+		struct nrma_rndv_seg seg;
+
+		/* The buffer may not be aligned for a direct read. */
+		memcpy(&seg, (const char *) segs + i * sizeof(seg),
+		       sizeof(seg));
+		if (!seg.len || seg.len > UINT64_MAX - sum)
+			return -FI_EINVAL;
+		sum += seg.len;
+	}
+	return sum == hdr->len ? 0 : -FI_EINVAL;
+}
+
+int nrma_hdr_check(const void *buf, size_t len)
+{
+	const struct nrma_hdr *hdr = buf;
+	size_t body;
+
+	if (len < sizeof(*hdr))
+		return -FI_EINVAL;
+	if (hdr->op == NRMA_HDR_ACK)
+		return len == sizeof(*hdr) && !(hdr->flags & ~NRMA_HDR_NACK) ?
+			       0 :
+			       -FI_EINVAL;
+	if (hdr->flags & ~NRMA_HDR_FLAGS)
+		return -FI_EINVAL;
+	body = len - sizeof(*hdr);
+	switch (hdr->op) {
+	case NRMA_HDR_EAGER:
+		return !hdr->seg_count && body == hdr->len ? 0 : -FI_EINVAL;
+	case NRMA_HDR_RNDV:
+		return proto_rndv_check(hdr, hdr + 1, body);
+	default:
+		return -FI_EINVAL;
+	}
 }

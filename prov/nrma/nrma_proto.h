@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION 2
+#define NRMA_PROTOCOL_VERSION 3
 
 /* iovs per operation, and so rendezvous segments per message */
 #define NRMA_IOV_LIMIT 4
@@ -28,8 +28,10 @@
 
 enum nrma_reject_reason {
 	NRMA_REJECT_NONE,      /* connect and accept */
-	NRMA_REJECT_COLLISION, /* our own request wins */
-	NRMA_REJECT_VERSION,
+	NRMA_REJECT_COLLISION, /* our own request to you wins */
+	NRMA_REJECT_VERSION,   /* not our protocol version */
+	NRMA_REJECT_BUSY,      /* we are connected to you: try again */
+	NRMA_REJECT_IDENTITY,  /* the name you claim is not your address */
 };
 
 /* Connect, accept and reject private data (at most 56 bytes on IB). */
@@ -60,6 +62,8 @@ enum nrma_hdr_op {
 #define NRMA_HDR_CQ_DATA (1 << 0)
 #define NRMA_HDR_ACK_REQ (1 << 1)
 #define NRMA_HDR_TAGGED	 (1 << 2)
+/* An ACK that says the receive failed: the send fails too. */
+#define NRMA_HDR_NACK	 (1 << 3)
 
 struct nrma_hdr {
 	uint8_t op;
@@ -78,6 +82,15 @@ struct nrma_rndv_seg {
 	uint32_t rkey;
 	uint32_t reserved;
 };
+
+/*
+ * Whether len bytes received at buf are a well-formed message: a known
+ * op and flags, and a length that agrees with the header (an eager
+ * payload of hdr->len bytes; rendezvous segments, at most NRMA_IOV_LIMIT,
+ * none empty, that add up to hdr->len; nothing after an ACK).  0 if so,
+ * else -FI_EINVAL.
+ */
+int nrma_hdr_check(const void *buf, size_t len);
 
 /* Remote addresses of a notification cell's words. */
 #define NRMA_NOTIFY_WRITE_ADDR 0

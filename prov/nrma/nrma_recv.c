@@ -30,7 +30,7 @@ static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 		.context = rx->context,
 		.flags = flags | recv_comp_flags(rx) |
 			 (rx->flags & FI_MULTI_RECV && rx->released &&
-					  !rx->reads ?
+					  !rx->reads && !rx->cancelled ?
 				  FI_MULTI_RECV :
 				  0) |
 			 (rx->flags & FI_COMPLETION),
@@ -46,6 +46,28 @@ static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 		comp.err = FI_ETRUNC;
 	}
 	nrma_comp_recv(ep, &comp);
+}
+
+/*
+ * A cancelled receive reports FI_ECANCELED once the device is done with
+ * it: an FI_MULTI_RECV buffer may still have rendezvous reads landing in
+ * it, whose completions come first.
+ */
+static void recv_rx_done(struct nrma_ep *ep, struct nrma_rx_entry *rx)
+{
+	struct nrma_comp comp = {
+		.context = rx->context,
+		.flags = FI_RECV | (rx->flags & (FI_MULTI_RECV | FI_TAGGED)) |
+			 (rx->flags & FI_TAGGED ? 0 : FI_MSG),
+		.tag = rx->tag,
+		.err = FI_ECANCELED,
+	};
+
+	if (rx->cancelled && !rx->reads) {
+		rx->cancelled = false;
+		nrma_comp_recv(ep, &comp);
+	}
+	nrma_rx_entry_done(&ep->xfer->match, rx);
 }
 
 /* Receive buffers */
@@ -96,7 +118,7 @@ static const struct nrma_hdr *recv_hdr(struct nrma_ep *ep, uint32_t buf)
 /* ACKs */
 
 static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
-			 uint64_t token)
+			 uint64_t token, bool failed)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_hdr *hdr;
@@ -109,7 +131,9 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	if (!op)
 		return -FI_EAGAIN;
 	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
-	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_ACK, .token = token };
+	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_ACK,
+				  .token = token,
+				  .flags = failed ? NRMA_HDR_NACK : 0 };
 	sge = nrma_tx_buf_sge(x, op, sizeof(*hdr));
 	wr = (struct nrma_wr){ .op = NRMA_WR_SEND,
 			       .sge = &sge,
@@ -122,40 +146,62 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	return ret;
 }
 
-/* Sends an ACK now, or later when buffers are back; never drops it. */
+/*
+ * Sends an ACK now, or later when buffers are back; never drops one while
+ * the connection lives.  A peer that takes none of the ACKs it asks for
+ * is not kept waiting on forever: past NRMA_ACKS_OWED_MAX its connection
+ * fails.
+ */
 static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
-			  uint64_t token)
+			  uint64_t token, bool failed)
 {
 	struct nrma_pending_ack *pending;
 
 	if (!conn || conn->state != NRMA_CONN_CONNECTED)
 		return; /* the sender learns from the broken connection */
-	if (nrma_dlist_empty(&ep->xfer->pending_acks) &&
-	    recv_ack_post(ep, conn, token) != -FI_EAGAIN)
+	if (recv_ack_post(ep, conn, token, failed) != -FI_EAGAIN)
 		return;
-	pending = malloc(sizeof(*pending));
+	pending = conn->acks_owed < NRMA_ACKS_OWED_MAX ?
+			  malloc(sizeof(*pending)) :
+			  NULL;
 	if (!pending) {
-		NRMA_WARN(FI_LOG_EP_DATA, "out of memory: ACK lost\n");
+		NRMA_WARN(FI_LOG_EP_DATA, "cannot keep an ACK: failing its "
+					  "connection\n");
+		nrma_conn_fail(conn, -FI_ENOMEM);
 		return;
 	}
 	pending->conn = conn;
 	pending->token = token;
+	pending->failed = failed;
+	conn->refs++;
+	conn->acks_owed++;
 	nrma_dlist_insert_tail(&pending->link, &ep->xfer->pending_acks);
 }
 
+/*
+ * A peer whose send queue is full waits; the others' ACKs go ahead.  Out
+ * of operations or buffers, all wait.
+ */
 void nrma_acks_retry(struct nrma_ep *ep)
 {
-	struct nrma_dlist *head = &ep->xfer->pending_acks;
+	struct nrma_dlist *head = &ep->xfer->pending_acks, *item = head->next;
 
-	while (!nrma_dlist_empty(head)) {
-		struct nrma_pending_ack *pending = nrma_container_of(
-			head->next, struct nrma_pending_ack, link);
+	while (item != head) {
+		struct nrma_pending_ack *pending =
+			nrma_container_of(item, struct nrma_pending_ack, link);
+		struct nrma_conn *conn = pending->conn;
 
-		if (pending->conn->state == NRMA_CONN_CONNECTED &&
-		    recv_ack_post(ep, pending->conn, pending->token) ==
-			    -FI_EAGAIN)
-			return;
+		item = item->next;
+		if (conn->state == NRMA_CONN_CONNECTED) {
+			if (!conn->sq_free)
+				continue;
+			if (recv_ack_post(ep, conn, pending->token,
+					  pending->failed) == -FI_EAGAIN)
+				return;
+		}
 		nrma_dlist_remove(&pending->link);
+		conn->refs--;
+		conn->acks_owed--;
 		free(pending);
 	}
 }
@@ -175,8 +221,8 @@ static void recv_deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	recv_report(ep, rx, buf, copy, flags, hdr->cq_data, hdr->tag,
 		    nrma_source_of(ep, conn), len - copy);
 	if (hdr->flags & NRMA_HDR_ACK_REQ)
-		recv_ack_send(ep, conn, hdr->token);
-	nrma_rx_entry_done(&ep->xfer->match, rx);
+		recv_ack_send(ep, conn, hdr->token, false);
+	recv_rx_done(ep, rx);
 }
 
 /* lkeys of a receive's iovs, which rendezvous reads write into. */
@@ -188,6 +234,9 @@ static int recv_lkeys(struct nrma_ep *ep, struct nrma_op *op,
 		uint64_t key;
 		int ret;
 
+		lkey[i] = 0;
+		if (!rx->iov[i].iov_len)
+			continue; /* nothing lands there, nothing to register */
 		ret = nrma_op_buf_mr(ep, op, rx->desc[i], &rx->iov[i], FI_RECV,
 				     &vmr, &key);
 		if (ret)
@@ -272,13 +321,16 @@ void nrma_reads_retry(struct nrma_ep *ep)
 {
 	struct nrma_dlist *head = &ep->xfer->pending_reads;
 
-	while (!nrma_dlist_empty(head)) {
-		struct nrma_op *op =
-			nrma_container_of(head->next, struct nrma_op, link);
+	struct nrma_dlist *item = head->next;
 
-		recv_reads_advance(ep, op);
-		if (op->queued)
-			return; /* the queue is still full */
+	/* A read waits for its own peer's send queue only. */
+	while (item != head) {
+		struct nrma_op *op =
+			nrma_container_of(item, struct nrma_op, link);
+
+		item = item->next;
+		if (op->conn->state != NRMA_CONN_CONNECTED || op->conn->sq_free)
+			recv_reads_advance(ep, op);
 	}
 }
 
@@ -293,29 +345,22 @@ static void recv_read_init(struct nrma_op *op, struct nrma_rx_entry *rx,
 	op->tag = hdr->tag;
 	op->rx_flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
 	op->left = len;
-	op->seg_count = hdr->seg_count < NRMA_IOV_LIMIT ? hdr->seg_count :
-							  NRMA_IOV_LIMIT;
+	op->seg_count = hdr->seg_count; /* checked by nrma_hdr_check */
 	memcpy(op->seg, hdr + 1, op->seg_count * sizeof(*op->seg));
 }
 
-static void recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-			      const struct nrma_hdr *hdr,
-			      struct nrma_conn *conn)
+/* Reads len bytes of a rendezvous message into rx at offset. */
+static void recv_read_start(struct nrma_ep *ep, struct nrma_op *op,
+			    const struct nrma_hdr *hdr,
+			    const struct nrma_stalled_read *where)
 {
-	size_t room = nrma_rx_space(rx),
-	       len = hdr->len < room ? hdr->len : room;
-	struct nrma_op *op;
 	int ret;
 
-	op = nrma_op_alloc(ep->xfer, NRMA_OP_READ, conn);
-	if (!op) { /* cannot happen: reads are bounded by receives */
-		NRMA_WARN(FI_LOG_EP_DATA, "no operation for a rendezvous\n");
-		return;
-	}
-	recv_read_init(op, rx, hdr, len);
-	op->rx_offset = rx->offset;
-	op->rx_buf = nrma_rx_take(rx, len, ep->min_multi_recv);
-	ret = conn ? recv_lkeys(ep, op, rx, op->lkey) : -FI_ECONNRESET;
+	recv_read_init(op, where->rx, hdr, where->len);
+	op->rx_offset = where->rx_offset;
+	op->rx_buf = where->rx_buf;
+	ret = op->conn ? recv_lkeys(ep, op, where->rx, op->lkey) :
+			 -FI_ECONNRESET;
 	if (ret) {
 		op->error = -ret;
 		op->truncated = 0;
@@ -323,6 +368,74 @@ static void recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 		return;
 	}
 	recv_reads_advance(ep, op);
+}
+
+/*
+ * With every operation in use (many rendezvous messages into one
+ * FI_MULTI_RECV buffer can do that), the message keeps its place in the
+ * receive and its receive buffer until one is free.
+ */
+static void recv_stall(struct nrma_ep *ep, const struct nrma_stalled_read *s)
+{
+	struct nrma_xfer *x = ep->xfer;
+	/* One entry a receive buffer: the pool cannot run out. */
+	struct nrma_stalled_read *stall =
+		nrma_bufpool_buf(&x->stalls, nrma_bufpool_get(&x->stalls));
+
+	*stall = *s;
+	stall->rx->reads++; /* keeps the receive */
+	if (stall->conn)
+		stall->conn->refs++;
+	nrma_dlist_insert_tail(&stall->link, &x->stalled_reads);
+}
+
+void nrma_stalled_retry(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	while (!nrma_dlist_empty(&x->stalled_reads)) {
+		struct nrma_stalled_read *s = nrma_container_of(
+			x->stalled_reads.next, struct nrma_stalled_read, link);
+		struct nrma_op *op = nrma_op_alloc(x, NRMA_OP_READ, s->conn);
+
+		if (!op)
+			return;
+		nrma_dlist_remove(&s->link);
+		s->rx->reads--;
+		if (s->conn)
+			s->conn->refs--;
+		recv_read_start(ep, op, recv_hdr(ep, s->buf), s);
+		nrma_rx_buf_release(ep, s->buf);
+		nrma_bufpool_put(&x->stalls, ((char *) s - x->stalls.mem) /
+						     x->stalls.buf_size);
+	}
+}
+
+/* Returns whether it kept the receive buffer buf, which holds hdr. */
+static bool recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			      const struct nrma_hdr *hdr, uint32_t buf,
+			      struct nrma_conn *conn)
+{
+	size_t room = nrma_rx_space(rx);
+	struct nrma_stalled_read where = {
+		.buf = buf,
+		.conn = conn,
+		.rx = rx,
+		.rx_offset = rx->offset,
+		.len = hdr->len < room ? hdr->len : room,
+	};
+	struct nrma_op *op;
+
+	where.rx_buf = nrma_rx_take(rx, where.len, ep->min_multi_recv);
+	op = nrma_dlist_empty(&ep->xfer->stalled_reads) ?
+		     nrma_op_alloc(ep->xfer, NRMA_OP_READ, conn) :
+		     NULL;
+	if (!op) {
+		recv_stall(ep, &where);
+		return true;
+	}
+	recv_read_start(ep, op, hdr, &where);
+	return false;
 }
 
 void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
@@ -342,20 +455,23 @@ void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 		recv_report(ep, rx, op->rx_buf, op->len, op->rx_flags,
 			    op->cq_data, op->tag, nrma_source_of(ep, op->conn),
 			    op->truncated);
-		recv_ack_send(ep, op->conn, op->peer_token);
 	}
-	nrma_rx_entry_done(&ep->xfer->match, rx);
+	/* The sender waits for word either way. */
+	recv_ack_send(ep, op->conn, op->peer_token, op->error);
+	recv_rx_done(ep, rx);
 	nrma_op_free(ep->xfer, op);
 }
 
-static void recv_deliver(struct nrma_ep *ep, struct nrma_rx_entry *rx,
-			 const struct nrma_hdr *hdr, size_t wc_len,
-			 struct nrma_conn *conn)
+/* Returns whether it kept the receive buffer buf. */
+static bool recv_deliver(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			 uint32_t buf, size_t wc_len, struct nrma_conn *conn)
 {
+	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
+
 	if (hdr->op == NRMA_HDR_RNDV)
-		recv_deliver_rndv(ep, rx, hdr, conn);
-	else
-		recv_deliver_eager(ep, rx, hdr, wc_len - sizeof(*hdr), conn);
+		return recv_deliver_rndv(ep, rx, hdr, buf, conn);
+	recv_deliver_eager(ep, rx, hdr, wc_len - sizeof(*hdr), conn);
+	return false;
 }
 
 static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
@@ -372,23 +488,33 @@ static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
 	nrma_srq_refill(ep);
 }
 
+/* A peer that sends what nrma does not send is not talked to any more. */
+static void recv_malformed(struct nrma_ep *ep, uint32_t buf, uint32_t len,
+			   struct nrma_conn *conn)
+{
+	NRMA_WARN(FI_LOG_EP_DATA, "malformed message (%u bytes) dropped%s\n",
+		  len, conn ? "; closing its connection" : "");
+	nrma_rx_buf_release(ep, buf);
+	if (conn)
+		nrma_conn_fail(conn, -FI_EIO);
+}
+
 void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		       struct nrma_conn *conn)
 {
 	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
 	struct nrma_rx_entry *rx;
 
-	if (len < sizeof(*hdr)) {
-		NRMA_WARN(FI_LOG_EP_DATA, "runt message (%u bytes) dropped\n",
-			  len);
-		nrma_rx_buf_release(ep, buf);
+	if (nrma_hdr_check(hdr, len)) {
+		recv_malformed(ep, buf, len, conn);
 		return;
 	}
 	if (hdr->op == NRMA_HDR_ACK) {
 		uint64_t token = hdr->token;
+		bool failed = hdr->flags & NRMA_HDR_NACK;
 
 		nrma_rx_buf_release(ep, buf);
-		nrma_send_acked(ep, token);
+		nrma_send_acked(ep, token, conn, failed);
 		return;
 	}
 	rx = nrma_match_posted(&ep->xfer->match, hdr->flags & NRMA_HDR_TAGGED,
@@ -400,8 +526,8 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		recv_hold(ep, hdr, buf, len, conn);
 		return;
 	}
-	recv_deliver(ep, rx, hdr, len, conn);
-	nrma_rx_buf_release(ep, buf);
+	if (!recv_deliver(ep, rx, buf, len, conn))
+		nrma_rx_buf_release(ep, buf);
 }
 
 /* Posting receives */
@@ -411,10 +537,11 @@ static void recv_deliver_held(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 			      struct nrma_unexp *unexp)
 {
 	uint32_t buf = unexp->buf;
+	bool kept = recv_deliver(ep, rx, buf, unexp->len, unexp->peer);
 
-	recv_deliver(ep, rx, recv_hdr(ep, buf), unexp->len, unexp->peer);
 	nrma_unexp_free(&ep->xfer->match, unexp);
-	nrma_rx_buf_release(ep, buf);
+	if (!kept)
+		nrma_rx_buf_release(ep, buf);
 }
 
 static bool recv_args_valid(const struct nrma_ep *ep,
@@ -503,7 +630,7 @@ static void recv_discard(struct nrma_ep *ep, struct nrma_unexp *unexp)
 	uint32_t buf = unexp->buf;
 
 	if (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ))
-		recv_ack_send(ep, unexp->peer, hdr->token);
+		recv_ack_send(ep, unexp->peer, hdr->token, false);
 	nrma_unexp_free(&ep->xfer->match, unexp);
 	nrma_rx_buf_release(ep, buf);
 }
@@ -580,18 +707,10 @@ ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
 {
 	struct nrma_rx_entry *rx = nrma_match_cancel(&ep->xfer->match, context);
-	struct nrma_comp comp;
 
 	if (!rx)
 		return -FI_ENOENT;
-	comp = (struct nrma_comp){
-		.context = context,
-		.flags = FI_RECV | (rx->flags & (FI_MULTI_RECV | FI_TAGGED)) |
-			 (rx->flags & FI_TAGGED ? 0 : FI_MSG),
-		.tag = rx->tag,
-		.err = FI_ECANCELED,
-	};
-	nrma_comp_recv(ep, &comp);
-	nrma_rx_entry_done(&ep->xfer->match, rx);
+	rx->cancelled = true;
+	recv_rx_done(ep, rx);
 	return 0;
 }

@@ -118,17 +118,24 @@ void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_op_free(ep->xfer, op);
 }
 
-/* A peer's ACK, for the send it names if that still waits for one. */
-void nrma_send_acked(struct nrma_ep *ep, uint64_t token)
+/*
+ * A peer's ACK completes the send it names, if that went to this peer
+ * and still waits for one; any other is ignored.
+ */
+void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
+		     bool failed)
 {
 	int64_t index = nrma_token_find(&ep->xfer->ops, token);
 	struct nrma_op *op = index < 0 ? NULL : nrma_op_at(ep->xfer, index);
 
-	NRMA_DBG(FI_LOG_EP_DATA, "ACK for %s operation\n",
-		 op && op->ack_pending ? "a waiting" : "no");
-	if (!op || !op->ack_pending)
+	if (!op || op->kind != NRMA_OP_SEND || !op->ack_pending ||
+	    op->conn != conn) {
+		NRMA_INFO(FI_LOG_EP_DATA, "ACK for no waiting send ignored\n");
 		return;
+	}
 	op->ack_pending = false;
+	if (failed && !op->error)
+		op->error = FI_EIO; /* the receiver could not take it */
 	nrma_send_finish(ep, op);
 }
 

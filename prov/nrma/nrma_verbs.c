@@ -495,18 +495,30 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 }
 
 int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
-		    size_t count)
+		    size_t count, size_t *posted)
 {
-	struct ibv_send_wr ibv_wr[count], *bad;
+	struct ibv_send_wr ibv_wr[count], *bad = NULL;
 	struct ibv_sge ibv_sge[count][NRMA_MAX_SGE];
+	int ret;
 
+	*posted = 0;
 	for (size_t i = 0; i < count; i++) {
 		if (wr[i].sge_count > NRMA_MAX_SGE)
 			return -FI_EINVAL;
 		build_wr(&ibv_wr[i], ibv_sge[i], &wr[i]);
 		ibv_wr[i].next = i + 1 < count ? &ibv_wr[i + 1] : NULL;
 	}
-	return post_result(ibv_post_send(qp->id->qp, ibv_wr, &bad));
+	ret = ibv_post_send(qp->id->qp, ibv_wr, &bad);
+	*posted = ret && bad ? (size_t) (bad - ibv_wr) : ret ? 0 : count;
+	return post_result(ret);
+}
+
+/* In the error state, every work request still queued completes, flushed. */
+int nrma_verbs_qp_flush(struct nrma_verbs_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	return -ibv_modify_qp(qp->id->qp, &attr, IBV_QP_STATE);
 }
 
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *ve, uint64_t wr_id,

@@ -86,6 +86,8 @@ int nrma_verbs_qp_create(struct nrma_verbs_ep *vep,
 			 size_t sq_depth, size_t max_sge,
 			 struct nrma_verbs_qp **qp);
 void nrma_verbs_qp_destroy(struct nrma_verbs_qp *qp);
+/* Moves the queue pair to the error state: what it holds is flushed. */
+int nrma_verbs_qp_flush(struct nrma_verbs_qp *qp);
 uint32_t nrma_verbs_qp_num(const struct nrma_verbs_qp *qp);
 enum nrma_wr_op {
 	NRMA_WR_SEND,
@@ -112,11 +114,12 @@ struct nrma_wr {
 };
 
 /*
- * Posts count work requests in order.  Callers keep the send queue from
- * overflowing, so an error means a broken queue pair.
+ * Posts count work requests in order; *posted says how many went, also on
+ * an error (the ones before the failing one).  Callers keep the send
+ * queue from overflowing, so an error means a broken queue pair.
  */
 int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
-		    size_t count);
+		    size_t count, size_t *posted);
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
 			     const struct nrma_sge *sge);
 

@@ -36,6 +36,8 @@ struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 	op->kind = kind;
 	op->conn = conn;
 	op->buf = -1;
+	if (conn)
+		conn->refs++;
 	return op;
 }
 
@@ -45,6 +47,8 @@ void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)
 		nrma_verbs_mr_dereg(op->mr[i]);
 	if (op->buf >= 0)
 		nrma_bufpool_put(&x->tx_bufs, op->buf);
+	if (op->conn)
+		op->conn->refs--;
 	nrma_token_put(&x->ops, nrma_token_index(&x->ops, op));
 }
 
@@ -93,10 +97,15 @@ struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)
 	};
 }
 
-/* Posts an operation's work requests if its queue pair has room for all. */
+/*
+ * Posts an operation's work requests if its queue pair has room for all.
+ * A queue pair that breaks halfway fails its connection; the operation
+ * then ends, with its error, once what did go out is flushed.
+ */
 int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
 		 size_t count)
 {
+	size_t posted;
 	int ret;
 
 	if (op->conn->state != NRMA_CONN_CONNECTED)
@@ -105,11 +114,16 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
 		return -FI_EAGAIN;
 	for (size_t i = 0; i < count; i++)
 		wr[i].wr_id = nrma_token_index(&x->ops, op);
-	ret = nrma_verbs_post(op->conn->qp, wr, count);
-	if (ret)
+	ret = nrma_verbs_post(op->conn->qp, wr, count, &posted);
+	op->conn->sq_free -= posted;
+	op->wc_pending += posted;
+	if (!ret || (ret == -FI_EAGAIN && !posted))
 		return ret;
-	op->conn->sq_free -= count;
-	op->wc_pending += count;
+	/* Half an operation (a write without its notification) is none. */
+	nrma_conn_fail(op->conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
+	if (!posted)
+		return ret;
+	op->error = FI_EIO;
 	return 0;
 }
 
@@ -137,6 +151,26 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		return ret;
 	*vmr = op->mr[op->mr_count++];
 	return 0;
+}
+
+/*
+ * A zero-byte RDMA write needs no key and changes nothing at the peer:
+ * it only succeeds while the peer's queue pair is there.  One at a time.
+ */
+void nrma_probe(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_wr wr = { .op = NRMA_WR_WRITE };
+	struct nrma_op *op;
+
+	if (conn->probing || conn->state != NRMA_CONN_CONNECTED)
+		return;
+	op = nrma_op_alloc(ep->xfer, NRMA_OP_PROBE, conn);
+	if (!op)
+		return; /* busy with other work, which tells as much */
+	if (nrma_op_post(ep->xfer, op, &wr, 1))
+		nrma_op_free(ep->xfer, op);
+	else
+		conn->probing = true;
 }
 
 void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op)
@@ -305,15 +339,24 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 		ret = nrma_match_init(&x->match, rx, rx_bufs,
 				      xfer_match_peer_addr, ep);
 	if (!ret)
+		ret = nrma_bufpool_init(&x->stalls, rx_bufs,
+					sizeof(struct nrma_stalled_read));
+	if (!ret)
 		ret = xfer_scratch_init(ep, x);
 	return ret;
 }
 
+/*
+ * Every work request is signalled, and an operation posts up to
+ * NRMA_OP_MAX_WRS of them (a write, two notification atomics and a
+ * delivery read; a rendezvous read one per segment); every posted receive
+ * buffer completes too.
+ */
 size_t nrma_xfer_cq_size(const struct fi_info *info)
 {
 	size_t tx = info->tx_attr->size, rx = info->rx_attr->size;
 
-	return tx + 2 * rx + rx + nrma_params.unexp_max;
+	return (tx + 2 * rx) * NRMA_OP_MAX_WRS + rx + nrma_params.unexp_max;
 }
 
 int nrma_xfer_open(struct nrma_ep *ep)
@@ -325,6 +368,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 		return -FI_ENOMEM;
 	nrma_dlist_init(&x->pending_acks);
 	nrma_dlist_init(&x->pending_reads);
+	nrma_dlist_init(&x->stalled_reads);
 	ep->xfer = x;
 	ret = xfer_pools_init(ep, x);
 	if (ret) {
@@ -363,6 +407,7 @@ void nrma_xfer_close(struct nrma_ep *ep)
 	nrma_bufpool_fini(&x->rx_bufs);
 	nrma_token_table_fini(&x->ops);
 	nrma_match_fini(&x->match);
+	nrma_bufpool_fini(&x->stalls);
 	free(x);
 	ep->xfer = NULL;
 }

@@ -29,13 +29,18 @@
 #include "nrma_token.h"
 #include "nrma_verbs.h"
 
-#define NRMA_WR_RECV (1ULL << 63) /* wr_id of a receive buffer */
+#define NRMA_WR_RECV	   (1ULL << 63) /* wr_id of a receive buffer */
+/* ACKs one peer may be owed while its queue is full. */
+#define NRMA_ACKS_OWED_MAX 65536
+/* Work requests one operation posts at most. */
+#define NRMA_OP_MAX_WRS	   NRMA_IOV_LIMIT
 
 enum nrma_op_kind {
-	NRMA_OP_SEND, /* an application send */
-	NRMA_OP_ACK,  /* our ACK of a peer's message */
-	NRMA_OP_READ, /* rendezvous read into a posted receive */
-	NRMA_OP_RMA,  /* an application RMA or atomic operation */
+	NRMA_OP_SEND,  /* an application send */
+	NRMA_OP_ACK,   /* our ACK of a peer's message */
+	NRMA_OP_READ,  /* rendezvous read into a posted receive */
+	NRMA_OP_RMA,   /* an application RMA or atomic operation */
+	NRMA_OP_PROBE, /* is the peer still there? */
 };
 
 /* Work the endpoint has on the device; its slot index is the wr_id. */
@@ -73,10 +78,22 @@ struct nrma_op {
 	size_t iov_count;
 };
 
+/* A rendezvous message that waits for a free operation (nrma_recv.c). */
+struct nrma_stalled_read {
+	struct nrma_dlist link;
+	uint32_t buf; /* the receive buffer holding its header */
+	struct nrma_conn *conn;
+	struct nrma_rx_entry *rx;
+	void *rx_buf; /* where it lands */
+	size_t rx_offset;
+	size_t len;
+};
+
 struct nrma_pending_ack {
 	struct nrma_dlist link;
 	struct nrma_conn *conn;
 	uint64_t token;
+	bool failed; /* a NACK */
 };
 
 struct nrma_xfer {
@@ -94,6 +111,8 @@ struct nrma_xfer {
 	size_t srq_target;
 	struct nrma_dlist pending_acks;
 	struct nrma_dlist pending_reads; /* struct nrma_op */
+	struct nrma_dlist stalled_reads; /* struct nrma_stalled_read */
+	struct nrma_bufpool stalls;	 /* one a receive buffer */
 	size_t acks;			 /* ACKs posted, not yet completed */
 	uint64_t *scratch; /* where notification atomics fetch to */
 	struct nrma_verbs_mr *scratch_mr;
@@ -132,12 +151,16 @@ ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
 		    size_t count, uint64_t flags);
 
+/* Asks conn's peer for a zero-byte write: an error fails conn. */
+void nrma_probe(struct nrma_ep *ep, struct nrma_conn *conn);
+
 /* Progress (nrma_progress.c): returns how many completions it handled. */
 int nrma_progress_poll(struct nrma_ep *ep);
 
 /* Sending (nrma_send.c) */
 void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_send_acked(struct nrma_ep *ep, uint64_t token);
+void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
+		     bool failed);
 void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
 
 /* Receiving (nrma_recv.c) */
@@ -147,6 +170,7 @@ void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf);
 void nrma_srq_refill(struct nrma_ep *ep);
 void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_reads_retry(struct nrma_ep *ep);
+void nrma_stalled_retry(struct nrma_ep *ep);
 void nrma_acks_retry(struct nrma_ep *ep);
 
 /* RMA (nrma_rma.c) */

@@ -29,6 +29,11 @@ void await_peer(const char *what)
 	itest_expect(&chan, ++step_tag, what);
 }
 
+void await_peer_idle(const char *what)
+{
+	itest_expect_idle(&chan, ++step_tag, itest_wait_ms(), what);
+}
+
 void open_pair(struct itest_node *n, const struct itest_node_opts *o,
 	       const char *name)
 {

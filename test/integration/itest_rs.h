@@ -34,6 +34,8 @@ extern char ctx[256];
 void next_step(const char *what);
 void signal_peer(void);
 void await_peer(const char *what);
+/* await_peer without progressing anything meanwhile. */
+void await_peer_idle(const char *what);
 
 /* Opens a node and swaps names with the peer. */
 void open_pair(struct itest_node *n, const struct itest_node_opts *o,

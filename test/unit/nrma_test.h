@@ -19,10 +19,10 @@
 
 #include "nrma.h"
 
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Blocking tests that should return quickly fail instead of hanging. */
-#define WATCHDOG_S	20
+#define WATCHDOG_S 20
 
 struct fake_env {
 	struct nrma_fabric *fabric;

@@ -22,7 +22,8 @@ static void test_addr_valid(void **state)
 
 static void test_addr_str_and_cmp(void **state)
 {
-	struct sockaddr_in a = make_sin("10.0.0.2", 7), b = make_sin("10.0.0.10", 7);
+	struct sockaddr_in a = make_sin("10.0.0.2", 7),
+			   b = make_sin("10.0.0.10", 7);
 	struct sockaddr_in c = make_sin("10.0.0.2", 8);
 	char buf[64];
 
@@ -40,7 +41,8 @@ static void test_addr_str_and_cmp(void **state)
 static void test_table(void **state)
 {
 	struct nrma_addr_table t;
-	struct sockaddr_in a = make_sin("10.0.0.1", 1), b = make_sin("10.0.0.2", 2);
+	struct sockaddr_in a = make_sin("10.0.0.1", 1),
+			   b = make_sin("10.0.0.2", 2);
 	struct sockaddr_in bad = make_sin("10.0.0.3", 0), out;
 
 	(void) state;

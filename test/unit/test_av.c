@@ -8,7 +8,6 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
-
 static struct fid_av *open_av(void **state, enum fi_av_type type,
 			      uint64_t flags)
 {
@@ -47,8 +46,8 @@ static void test_insert_good(void **state)
 	};
 	fi_addr_t fi_addr[3] = { 77, 77, 77 };
 
-	assert_int_equal(atomic_load(&((struct fake_env *) *state)->domain->ref),
-			 1);
+	assert_int_equal(
+		atomic_load(&((struct fake_env *) *state)->domain->ref), 1);
 	assert_int_equal(fi_av_insert(av, addrs, 3, fi_addr, 0, NULL), 3);
 	for (size_t i = 0; i < 3; i++) {
 		assert_int_equal(fi_addr[i], i);
@@ -80,8 +79,9 @@ static void test_insert_many(void **state)
 	for (size_t i = 0; i < N; i++)
 		addrs[i] = make_sin("10.1.0.1", (uint16_t) (1000 + i));
 	for (size_t i = 0; i < N; i += 100)
-		assert_int_equal(fi_av_insert(av, &addrs[i], 100, &fi_addr[i],
-					      0, NULL), 100);
+		assert_int_equal(
+			fi_av_insert(av, &addrs[i], 100, &fi_addr[i], 0, NULL),
+			100);
 	for (size_t i = 0; i < N; i++) {
 		assert_int_equal(fi_addr[i], i);
 		assert_lookup(av, i, &addrs[i]);
@@ -95,10 +95,9 @@ static void test_insert_bad(void **state)
 {
 	struct fid_av *av = open_av(state, FI_AV_UNSPEC, 0);
 	struct sockaddr_in addrs[5] = {
-		make_sin("10.9.9.1", 1234),
-		{ 0 },					/* zeroed */
-		make_sin("10.9.9.2", 0),		/* port 0 */
-		make_sin("0.0.0.0", 1234),		/* INADDR_ANY */
+		make_sin("10.9.9.1", 1234), { 0 }, /* zeroed */
+		make_sin("10.9.9.2", 0),	   /* port 0 */
+		make_sin("0.0.0.0", 1234),	   /* INADDR_ANY */
 		make_sin("10.9.9.3", 1234),
 	};
 	struct sockaddr_in v6 = make_sin("10.9.9.4", 1234);
@@ -287,17 +286,18 @@ static void test_insertsvc(void **state)
 	struct sockaddr_in want = make_sin("10.9.9.7", 4000);
 	fi_addr_t fi_addr = 77;
 
-	assert_int_equal(fi_av_insertsvc(av, "10.9.9.7", "4000", &fi_addr, 0,
-					 NULL), 1);
+	assert_int_equal(
+		fi_av_insertsvc(av, "10.9.9.7", "4000", &fi_addr, 0, NULL), 1);
 	assert_int_equal(fi_addr, 0);
 	assert_lookup(av, 0, &want);
-	assert_int_equal(fi_av_insertsvc(av, "10.9.9.7", NULL, &fi_addr, 0,
-					 NULL), -FI_EINVAL);
+	assert_int_equal(
+		fi_av_insertsvc(av, "10.9.9.7", NULL, &fi_addr, 0, NULL),
+		-FI_EINVAL);
 	assert_int_equal(fi_av_insertsvc(av, NULL, "4000", &fi_addr, 0, NULL),
 			 -FI_EINVAL);
 	/* Port 0 resolves but is no endpoint name. */
-	assert_int_equal(fi_av_insertsvc(av, "10.9.9.7", "0", &fi_addr, 0,
-					 NULL), 0);
+	assert_int_equal(
+		fi_av_insertsvc(av, "10.9.9.7", "0", &fi_addr, 0, NULL), 0);
 	assert_int_equal(fi_addr, FI_ADDR_NOTAVAIL);
 	assert_int_equal(fi_close(&av->fid), 0);
 }
@@ -308,8 +308,9 @@ static void test_insertsym(void **state)
 	fi_addr_t fi_addr[6];
 	static const char *const ips[] = { "10.0.0.1", "10.0.0.2" };
 
-	assert_int_equal(fi_av_insertsym(av, "10.0.0.1", 2, "5000", 3, fi_addr,
-					 0, NULL), 6);
+	assert_int_equal(
+		fi_av_insertsym(av, "10.0.0.1", 2, "5000", 3, fi_addr, 0, NULL),
+		6);
 	for (size_t n = 0; n < 6; n++) {
 		struct sockaddr_in want =
 			make_sin(ips[n / 3], (uint16_t) (5000 + n % 3));
@@ -317,13 +318,16 @@ static void test_insertsym(void **state)
 		assert_int_equal(fi_addr[n], n);
 		assert_lookup(av, n, &want);
 	}
-	assert_int_equal(fi_av_insertsym(av, "10.0.0.1", 0, "5000", 3, fi_addr,
-					 0, NULL), -FI_EINVAL);
-	assert_int_equal(fi_av_insertsym(av, "10.0.0.1", 2, "5000", 0, fi_addr,
-					 0, NULL), -FI_EINVAL);
+	assert_int_equal(
+		fi_av_insertsym(av, "10.0.0.1", 0, "5000", 3, fi_addr, 0, NULL),
+		-FI_EINVAL);
+	assert_int_equal(
+		fi_av_insertsym(av, "10.0.0.1", 2, "5000", 0, fi_addr, 0, NULL),
+		-FI_EINVAL);
 	/* Node addresses carry into the next octet. */
 	assert_int_equal(fi_av_insertsym(av, "10.0.0.255", 2, "6000", 1,
-					 fi_addr, 0, NULL), 2);
+					 fi_addr, 0, NULL),
+			 2);
 	{
 		struct sockaddr_in a = make_sin("10.0.0.255", 6000);
 		struct sockaddr_in b = make_sin("10.0.1.0", 6000);
@@ -340,7 +344,8 @@ static void test_open_attrs(void **state)
 	struct fi_av_attr attr = { .type = FI_AV_MAP };
 	struct fid_av *av = NULL;
 
-	assert_int_equal(nrma_av_open(fake_domain(state), &attr, &av, &attr), 0);
+	assert_int_equal(nrma_av_open(fake_domain(state), &attr, &av, &attr),
+			 0);
 	assert_int_equal(av->fid.fclass, FI_CLASS_AV);
 	assert_ptr_equal(av->fid.context, &attr);
 	assert_int_equal(av_of(av)->type, FI_AV_MAP);
@@ -497,24 +502,17 @@ static void test_bind_without_event(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
+#define T(f) \
+	cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_insert_good),
-		T(test_insert_many),
-		T(test_insert_bad),
-		T(test_sync_err),
-		T(test_bad_flags),
-		T(test_lookup),
-		T(test_remove),
-		T(test_straddr),
-		T(test_insertsvc),
-		T(test_insertsym),
-		T(test_open_attrs),
-		T(test_open_domain_type),
-		T(test_close_busy),
-		T(test_event),
-		T(test_event_no_eq),
-		T(test_bind_without_event),
+		T(test_insert_good), T(test_insert_many),
+		T(test_insert_bad),  T(test_sync_err),
+		T(test_bad_flags),   T(test_lookup),
+		T(test_remove),	     T(test_straddr),
+		T(test_insertsvc),   T(test_insertsym),
+		T(test_open_attrs),  T(test_open_domain_type),
+		T(test_close_busy),  T(test_event),
+		T(test_event_no_eq), T(test_bind_without_event),
 	};
 #undef T
 

@@ -12,7 +12,7 @@
 
 #include "nrma_bufpool.h"
 
-#define PAGE_SIZE	4096
+#define PAGE_SIZE 4096
 
 static void test_init_errors(void **state)
 {
@@ -132,7 +132,7 @@ static void test_put_get_lifo(void **state)
  */
 static void test_buffer_addresses(void **state)
 {
-	enum { COUNT = 9, SIZE = 100 };	/* a size that is not a power of 2 */
+	enum { COUNT = 9, SIZE = 100 }; /* a size that is not a power of 2 */
 	struct nrma_bufpool pool;
 
 	(void) state;
@@ -174,8 +174,8 @@ static void test_page_buffers_aligned(void **state)
 	(void) state;
 	assert_int_equal(nrma_bufpool_init(&pool, 4, PAGE_SIZE), 0);
 	for (uint32_t i = 0; i < 4; i++)
-		assert_int_equal((uintptr_t) nrma_bufpool_buf(&pool, i) %
-				 PAGE_SIZE, 0);
+		assert_int_equal(
+			(uintptr_t) nrma_bufpool_buf(&pool, i) % PAGE_SIZE, 0);
 	assert_int_equal(nrma_bufpool_bytes(&pool), 4 * PAGE_SIZE);
 	nrma_bufpool_fini(&pool);
 }

@@ -17,7 +17,8 @@
 static struct fid_cntr *open_cntr(void **state, enum fi_wait_obj wait_obj)
 {
 	struct fi_cntr_attr attr = {
-		.events = FI_CNTR_EVENTS_COMP, .wait_obj = wait_obj,
+		.events = FI_CNTR_EVENTS_COMP,
+		.wait_obj = wait_obj,
 	};
 	struct fid_cntr *cntr = NULL;
 
@@ -97,7 +98,10 @@ static void test_cntr_values(void **state)
 static void test_cntr_wait_met(void **state)
 {
 	static const enum fi_wait_obj waits[] = {
-		FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_WAIT_FD, FI_WAIT_YIELD,
+		FI_WAIT_NONE,
+		FI_WAIT_UNSPEC,
+		FI_WAIT_FD,
+		FI_WAIT_YIELD,
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(waits); i++) {
@@ -114,7 +118,9 @@ static void test_cntr_wait_met(void **state)
 static void test_cntr_wait_timeout(void **state)
 {
 	static const enum fi_wait_obj waits[] = {
-		FI_WAIT_NONE, FI_WAIT_FD, FI_WAIT_YIELD,
+		FI_WAIT_NONE,
+		FI_WAIT_FD,
+		FI_WAIT_YIELD,
 	};
 
 	alarm(WATCHDOG_S);
@@ -198,8 +204,9 @@ static void test_cntr_trywait(void **state)
 	assert_false(fd_readable(fd));
 	assert_int_equal(fi_cntr_add(cntr, 1), 0);
 	assert_true(fd_readable(fd));
-	assert_int_equal(nrma_cntr_trywait(nrma_container_of(cntr,
-				struct nrma_cntr, cntr_fid)), 0);
+	assert_int_equal(nrma_cntr_trywait(nrma_container_of(
+				 cntr, struct nrma_cntr, cntr_fid)),
+			 0);
 	assert_false(fd_readable(fd));
 	assert_int_equal(fi_cntr_adderr(cntr, 1), 0);
 	assert_true(fd_readable(fd));
@@ -209,7 +216,8 @@ static void test_cntr_trywait(void **state)
 static void test_cntr_close_busy(void **state)
 {
 	struct fid_cntr *cntr = open_cntr(state, FI_WAIT_UNSPEC);
-	struct nrma_cntr *c = nrma_container_of(cntr, struct nrma_cntr, cntr_fid);
+	struct nrma_cntr *c =
+		nrma_container_of(cntr, struct nrma_cntr, cntr_fid);
 
 	atomic_fetch_add(&c->ref, 1);
 	assert_int_equal(fi_close(&cntr->fid), -FI_EBUSY);
@@ -219,16 +227,13 @@ static void test_cntr_close_busy(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
+#define T(f) \
+	cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_cntr_open),
-		T(test_cntr_values),
-		T(test_cntr_wait_met),
-		T(test_cntr_wait_timeout),
-		T(test_cntr_wait_woken),
-		T(test_cntr_wait_error),
-		T(test_cntr_trywait),
-		T(test_cntr_close_busy),
+		T(test_cntr_open),	 T(test_cntr_values),
+		T(test_cntr_wait_met),	 T(test_cntr_wait_timeout),
+		T(test_cntr_wait_woken), T(test_cntr_wait_error),
+		T(test_cntr_trywait),	 T(test_cntr_close_busy),
 	};
 #undef T
 

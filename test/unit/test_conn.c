@@ -11,17 +11,21 @@
 static struct nrma_conn conn_make(const char *ip, uint16_t port,
 				  enum nrma_conn_state state, bool outgoing)
 {
-	return (struct nrma_conn) {
-		.peer = make_sin(ip, port), .state = state,
-		.outgoing = outgoing, .fi_addr = FI_ADDR_NOTAVAIL,
+	return (struct nrma_conn){
+		.peer = make_sin(ip, port),
+		.state = state,
+		.outgoing = outgoing,
+		.fi_addr = FI_ADDR_NOTAVAIL,
 	};
 }
 
 static void test_by_addr(void **state)
 {
 	struct nrma_conn_table t;
-	struct nrma_conn a = conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
-	struct nrma_conn b = conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTED, true);
+	struct nrma_conn a =
+		conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
+	struct nrma_conn b =
+		conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTED, true);
 
 	(void) state;
 	nrma_conn_table_init(&t);
@@ -51,7 +55,8 @@ static void test_by_addr(void **state)
 static void test_by_qp(void **state)
 {
 	struct nrma_conn_table t;
-	struct nrma_conn a = conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
+	struct nrma_conn a =
+		conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
 	struct nrma_verbs_qp *fake_qp = (struct nrma_verbs_qp *) &a;
 
 	(void) state;
@@ -70,11 +75,12 @@ static void test_by_qp(void **state)
 static void test_by_name(void **state)
 {
 	struct nrma_conn_table t;
-	struct nrma_conn failed = conn_make("10.0.0.1", 5, NRMA_CONN_FAILED, true);
-	struct nrma_conn self = conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTED,
-					  false);
-	struct nrma_conn live = conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTING,
-					  false);
+	struct nrma_conn failed =
+		conn_make("10.0.0.1", 5, NRMA_CONN_FAILED, true);
+	struct nrma_conn self =
+		conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTED, false);
+	struct nrma_conn live =
+		conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTING, false);
 	struct sockaddr_in name = make_sin("10.0.0.1", 5);
 	struct sockaddr_in other_port = make_sin("10.0.0.1", 6);
 
@@ -97,40 +103,55 @@ static void test_by_name(void **state)
 static void test_collision_rule(void **state)
 {
 	const char *ips[][2] = {
-		{ "10.0.0.1", "10.0.0.2" }, { "10.0.0.2", "10.0.0.1" },
-		{ "10.0.0.9", "10.0.1.0" }, { "10.0.0.1", "10.0.0.1" },
+		{ "10.0.0.1", "10.0.0.2" },
+		{ "10.0.0.2", "10.0.0.1" },
+		{ "10.0.0.9", "10.0.1.0" },
+		{ "10.0.0.1", "10.0.0.1" },
 	};
 
 	(void) state;
 	for (size_t i = 0; i < ARRAY_SIZE(ips); i++) {
 		struct sockaddr_in x = make_sin(ips[i][0], 1000);
 		struct sockaddr_in y = make_sin(ips[i][1], i == 3 ? 999 : 1000);
-		struct nrma_conn x_to_y = { .peer = y, .outgoing = true,
+		struct nrma_conn x_to_y = { .peer = y,
+					    .outgoing = true,
 					    .state = NRMA_CONN_CONNECTING };
-		struct nrma_conn y_to_x = { .peer = x, .outgoing = true,
+		struct nrma_conn y_to_x = { .peer = x,
+					    .outgoing = true,
 					    .state = NRMA_CONN_CONNECTING };
-		bool x_takes = nrma_conn_request_wins(&x, &x_to_y);
-		bool y_takes = nrma_conn_request_wins(&y, &y_to_x);
+		enum nrma_conn_verdict vx, vy;
+		bool x_takes, y_takes;
 
+		vx = nrma_conn_request_verdict(&x, &x_to_y);
+		vy = nrma_conn_request_verdict(&y, &y_to_x);
+		x_takes = vx == NRMA_CONN_ACCEPT;
+		y_takes = vy == NRMA_CONN_ACCEPT;
 		assert_true(x_takes != y_takes);
+		assert_int_equal(x_takes ? vy : vx, NRMA_CONN_COLLISION);
 		/* the larger name gives in to the smaller one's request */
 		assert_int_equal(x_takes, nrma_addr_cmp(&x, &y) > 0);
 	}
 }
 
-static void test_request_wins_otherwise(void **state)
+static void test_request_verdict_otherwise(void **state)
 {
 	struct sockaddr_in self = make_sin("10.0.0.1", 1000);
-	struct nrma_conn incoming = conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTING,
-					      false);
-	struct nrma_conn up = conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTED, true);
+	struct nrma_conn incoming =
+		conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTING, false);
+	struct nrma_conn up =
+		conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTED, true);
 
 	(void) state;
-	assert_true(nrma_conn_request_wins(&self, NULL));
-	/* a peer that is connected and asks again restarted */
-	assert_true(nrma_conn_request_wins(&self, &up));
+	assert_int_equal(nrma_conn_request_verdict(&self, NULL),
+			 NRMA_CONN_ACCEPT);
+	/* a connection that is up is never torn down by a request: the
+	 * requester may be anyone claiming the peer's name */
+	assert_int_equal(nrma_conn_request_verdict(&self, &up), NRMA_CONN_BUSY);
+	up.outgoing = false;
+	assert_int_equal(nrma_conn_request_verdict(&self, &up), NRMA_CONN_BUSY);
 	/* an accepted connection still coming up is not replaced */
-	assert_false(nrma_conn_request_wins(&self, &incoming));
+	assert_int_equal(nrma_conn_request_verdict(&self, &incoming),
+			 NRMA_CONN_COLLISION);
 }
 
 int main(void)
@@ -140,7 +161,7 @@ int main(void)
 		cmocka_unit_test(test_by_qp),
 		cmocka_unit_test(test_by_name),
 		cmocka_unit_test(test_collision_rule),
-		cmocka_unit_test(test_request_wins_otherwise),
+		cmocka_unit_test(test_request_verdict_otherwise),
 	};
 
 	return cmocka_run_group_tests_name("nrma_conn", tests, NULL, NULL);

@@ -19,7 +19,9 @@ static struct fid_cq *open_cq(void **state, enum fi_cq_format format,
 			      enum fi_wait_obj wait_obj, size_t size)
 {
 	struct fi_cq_attr attr = {
-		.size = size, .format = format, .wait_obj = wait_obj,
+		.size = size,
+		.format = format,
+		.wait_obj = wait_obj,
 	};
 	struct fid_cq *cq = NULL;
 
@@ -55,44 +57,55 @@ static void cq_inject_err(struct fid_cq *cq_fid, void *context, int err,
 			  int prov_errno)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
-	struct nrma_cq_err *e = calloc(1, sizeof(*e));
+	struct fi_cq_err_entry *e = calloc(1, sizeof(*e));
+	struct nrma_cq_entry *entry;
 
 	assert_non_null(e);
-	e->err.op_context = context;
-	e->err.flags = FI_RECV;
-	e->err.err = err;
-	e->err.prov_errno = prov_errno;
+	e->op_context = context;
+	e->flags = FI_RECV;
+	e->err = err;
+	e->prov_errno = prov_errno;
 	pthread_mutex_lock(&cq->lock);
-	nrma_dlist_insert_tail(&e->link, &cq->errors);
-	nrma_wait_signal(&cq->wait);
+	entry = nrma_ring_push(&cq->comps);
+	if (entry) {
+		*entry = (struct nrma_cq_entry){ .err = e };
+		cq->errors++;
+		nrma_wait_signal(&cq->wait);
+	}
 	pthread_mutex_unlock(&cq->lock);
+	assert_non_null(entry);
 }
 
 static void test_cq_open_formats_waits(void **state)
 {
 	static const enum fi_cq_format formats[] = {
 		FI_CQ_FORMAT_UNSPEC, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG,
-		FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED,
+		FI_CQ_FORMAT_DATA,   FI_CQ_FORMAT_TAGGED,
 	};
 	static const enum fi_wait_obj waits[] = {
-		FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_WAIT_FD, FI_WAIT_YIELD,
+		FI_WAIT_NONE,
+		FI_WAIT_UNSPEC,
+		FI_WAIT_FD,
+		FI_WAIT_YIELD,
 	};
 	struct fake_env *env = *state;
 
 	for (size_t f = 0; f < ARRAY_SIZE(formats); f++) {
 		for (size_t w = 0; w < ARRAY_SIZE(waits); w++) {
-			struct fid_cq *cq = open_cq(state, formats[f], waits[w],
-						    0);
-			enum fi_wait_obj obj = (enum fi_wait_obj) -1;
+			struct fid_cq *cq =
+				open_cq(state, formats[f], waits[w], 0);
+			enum fi_wait_obj obj = (enum fi_wait_obj) - 1;
 			enum fi_wait_obj want = waits[w] == FI_WAIT_UNSPEC ?
-						FI_WAIT_FD : waits[w];
+							FI_WAIT_FD :
+							waits[w];
 
 			assert_int_equal(cq->fid.fclass, FI_CLASS_CQ);
 			assert_int_equal(nrma_cq_of(cq)->format,
 					 formats[f] == FI_CQ_FORMAT_UNSPEC ?
-					 FI_CQ_FORMAT_CONTEXT : formats[f]);
-			assert_int_equal(fi_control(&cq->fid, FI_GETWAITOBJ,
-						    &obj), 0);
+						 FI_CQ_FORMAT_CONTEXT :
+						 formats[f]);
+			assert_int_equal(
+				fi_control(&cq->fid, FI_GETWAITOBJ, &obj), 0);
 			assert_int_equal(obj, want);
 			assert_int_equal(atomic_load(&env->domain->ref), 1);
 			assert_int_equal(fi_close(&cq->fid), 0);
@@ -137,7 +150,8 @@ static void test_cq_open_errors(void **state)
 
 static void test_cq_size(void **state)
 {
-	struct fid_cq *cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
+	struct fid_cq *cq =
+		open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
 	int ctx[3];
 
 	assert_int_equal(nrma_cq_of(cq)->comps.capacity, nrma_params.cq_size);
@@ -178,8 +192,8 @@ static void test_cq_read_injected(void **state)
 	int ctx[3];
 
 	for (int i = 0; i < 3; i++)
-		cq_inject(cq, &ctx[i], FI_RECV | FI_REMOTE_CQ_DATA,
-			  100 + i, 1000 + i, 7 + i);
+		cq_inject(cq, &ctx[i], FI_RECV | FI_REMOTE_CQ_DATA, 100 + i,
+			  1000 + i, 7 + i);
 
 	memset(buf, 0, sizeof(buf));
 	assert_int_equal(fi_cq_read(cq, buf, 2), 2);
@@ -194,7 +208,7 @@ static void test_cq_read_injected(void **state)
 	assert_ptr_equal(buf[0].op_context, &ctx[2]);
 	assert_int_equal(buf[0].data, 1002);
 	assert_int_equal(src[0], 9);
-	assert_int_equal(src[1], (fi_addr_t) -1);	/* untouched */
+	assert_int_equal(src[1], (fi_addr_t) -1); /* untouched */
 	assert_int_equal(fi_cq_read(cq, buf, 4), -FI_EAGAIN);
 	assert_int_equal(fi_close(&cq->fid), 0);
 }
@@ -202,7 +216,8 @@ static void test_cq_read_injected(void **state)
 /* Each format gets exactly its own entry size, packed back to back. */
 static void test_cq_read_context_format(void **state)
 {
-	struct fid_cq *cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 8);
+	struct fid_cq *cq =
+		open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 8);
 	struct fi_cq_entry buf[4];
 	int ctx[3];
 
@@ -243,7 +258,11 @@ static void test_cq_errors(void **state)
 
 	cq_inject(cq, &ctx[0], FI_SEND, 0, 0, 0);
 	cq_inject_err(cq, &ctx[1], FI_EIO, 5);
-	/* A pending error takes precedence over completions. */
+	cq_inject(cq, &ctx[2], FI_SEND, 0, 0, 0);
+	/* Entries come in order: the completion before the error first. */
+	assert_int_equal(fi_cq_readerr(cq, &err, 0), -FI_EAGAIN);
+	assert_int_equal(fi_cq_read(cq, buf, 2), 1);
+	assert_ptr_equal(buf[0].op_context, &ctx[0]);
 	assert_int_equal(fi_cq_read(cq, buf, 2), -FI_EAVAIL);
 	assert_int_equal(fi_cq_read(cq, buf, 2), -FI_EAVAIL);
 	memset(&err, 0, sizeof(err));
@@ -254,7 +273,8 @@ static void test_cq_errors(void **state)
 	assert_int_equal(err.flags, FI_RECV);
 	assert_int_equal(fi_cq_readerr(cq, &err, 0), -FI_EAGAIN);
 	assert_int_equal(fi_cq_read(cq, buf, 2), 1);
-	assert_ptr_equal(buf[0].op_context, &ctx[0]);
+	assert_ptr_equal(buf[0].op_context, &ctx[2]);
+	assert_int_equal(fi_cq_read(cq, buf, 2), -FI_EAGAIN);
 
 	/* Errors that are never read are freed on close. */
 	cq_inject_err(cq, &ctx[2], FI_ECANCELED, 0);
@@ -394,7 +414,8 @@ static void test_cq_sread_wakes_on_completion(void **state)
 
 static void test_cq_sread_wait_none(void **state)
 {
-	struct fid_cq *cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 8);
+	struct fid_cq *cq =
+		open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 8);
 	struct fi_cq_entry buf[1];
 	int ctx;
 
@@ -442,11 +463,44 @@ static void test_cq_close_busy(void **state)
 	assert_int_equal(fi_close(&cq->fid), 0);
 }
 
+/* A poll set holds its members open; members of other domains fail. */
+static void test_cq_in_poll_set(void **state)
+{
+	struct fid_cq *cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_FD, 8);
+	struct fake_env *other = NULL;
+	struct fid_cq *foreign;
+	struct fid_poll *poll;
+	void *ctx[2];
+
+	assert_int_equal(nrma_poll_open(fake_domain(state), NULL, &poll), 0);
+	assert_int_equal(fi_poll_add(poll, &cq->fid, 0), 0);
+	assert_int_equal(fi_close(&cq->fid), -FI_EBUSY);
+	assert_int_equal(fi_poll(poll, ctx, 2), 0);
+	assert_int_equal(fi_poll_del(poll, &cq->fid, 0), 0);
+	assert_int_equal(fi_poll_del(poll, &cq->fid, 0), -FI_EINVAL);
+	assert_int_equal(fi_close(&cq->fid), 0);
+
+	assert_int_equal(fake_env_setup((void **) &other), 0);
+	foreign =
+		open_cq((void **) &other, FI_CQ_FORMAT_CONTEXT, FI_WAIT_FD, 8);
+	assert_int_equal(fi_poll_add(poll, &foreign->fid, 0), -FI_EINVAL);
+	assert_int_equal(fi_close(&foreign->fid), 0);
+	fake_env_teardown((void **) &other);
+
+	/* closing the set lets its members go */
+	cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_FD, 8);
+	assert_int_equal(fi_poll_add(poll, &cq->fid, 0), 0);
+	assert_int_equal(fi_close(&poll->fid), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
+#define T(f) \
+	cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_cq_open_formats_waits),
+		T(test_cq_in_poll_set),
 		T(test_cq_open_errors),
 		T(test_cq_size),
 		T(test_cq_read_empty),

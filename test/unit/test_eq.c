@@ -18,7 +18,9 @@ static struct fid_eq *open_eq(void **state, enum fi_wait_obj wait_obj,
 			      uint64_t flags, size_t size)
 {
 	struct fi_eq_attr attr = {
-		.size = size, .wait_obj = wait_obj, .flags = flags,
+		.size = size,
+		.wait_obj = wait_obj,
+		.flags = flags,
 	};
 	struct fid_eq *eq = NULL;
 
@@ -34,7 +36,8 @@ static void test_eq_open(void **state)
 	struct fid_eq *eq = NULL;
 	enum fi_wait_obj obj;
 
-	assert_int_equal(nrma_eq_open(fake_fabric(state), &attr, &eq, &attr), 0);
+	assert_int_equal(nrma_eq_open(fake_fabric(state), &attr, &eq, &attr),
+			 0);
 	assert_int_equal(eq->fid.fclass, FI_CLASS_EQ);
 	assert_ptr_equal(eq->fid.context, &attr);
 	assert_int_equal(fi_control(&eq->fid, FI_GETWAITOBJ, &obj), 0);
@@ -69,8 +72,9 @@ static void test_eq_write_needs_flag(void **state)
 	assert_int_equal(fi_close(&eq->fid), 0);
 
 	eq = open_eq(state, FI_WAIT_UNSPEC, FI_WRITE, 0);
-	assert_int_equal(fi_eq_write(eq, FI_NOTIFY, &entry, sizeof(entry),
-				     FI_PEEK), -FI_EBADFLAGS);
+	assert_int_equal(
+		fi_eq_write(eq, FI_NOTIFY, &entry, sizeof(entry), FI_PEEK),
+		-FI_EBADFLAGS);
 	assert_int_equal(fi_eq_write(eq, FI_NOTIFY, NULL, 8, 0), -FI_EINVAL);
 	assert_int_equal(fi_close(&eq->fid), 0);
 }
@@ -87,8 +91,9 @@ static void test_eq_roundtrip(void **state)
 
 	assert_int_equal(fi_eq_write(eq, FI_NOTIFY, &in[0], sizeof(in[0]), 0),
 			 sizeof(in[0]));
-	assert_int_equal(fi_eq_write(eq, FI_MR_COMPLETE, &in[1], sizeof(in[1]),
-				     0), sizeof(in[1]));
+	assert_int_equal(
+		fi_eq_write(eq, FI_MR_COMPLETE, &in[1], sizeof(in[1]), 0),
+		sizeof(in[1]));
 	memset(&out, 0, sizeof(out));
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
 			 sizeof(out));
@@ -122,8 +127,9 @@ static void test_eq_odd_sizes(void **state)
 			 sizeof(big));
 	assert_int_equal(event, 5);
 	assert_memory_equal(out, big, sizeof(big));
-	assert_int_equal(fi_eq_read(eq, &event, &small_out, sizeof(small_out),
-				    0), sizeof(small));
+	assert_int_equal(
+		fi_eq_read(eq, &event, &small_out, sizeof(small_out), 0),
+		sizeof(small));
 	assert_int_equal(event, 6);
 	assert_int_equal(small_out, small);
 	assert_int_equal(fi_close(&eq->fid), 0);
@@ -140,8 +146,9 @@ static void test_eq_peek(void **state)
 	for (int i = 0; i < 2; i++) {
 		memset(&out, 0, sizeof(out));
 		event = ~0u;
-		assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out),
-					    FI_PEEK), sizeof(out));
+		assert_int_equal(
+			fi_eq_read(eq, &event, &out, sizeof(out), FI_PEEK),
+			sizeof(out));
 		assert_int_equal(event, FI_NOTIFY);
 		assert_int_equal(out.data, 7);
 	}
@@ -329,11 +336,12 @@ static void test_eq_strerror(void **state)
 
 	assert_non_null(want);
 	assert_true(strlen(want) > 3);
-	assert_string_equal(fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, buf,
-					   sizeof(buf)), want);
+	assert_string_equal(
+		fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, buf, sizeof(buf)), want);
 	assert_string_equal(buf, want);
-	assert_string_equal(fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, tiny,
-					   sizeof(tiny)), want);
+	assert_string_equal(
+		fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, tiny, sizeof(tiny)),
+		want);
 	assert_int_equal(strlen(tiny), 3);
 	assert_memory_equal(tiny, want, 3);
 	assert_string_equal(fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, NULL, 0),
@@ -371,7 +379,8 @@ static void test_eq_close_busy(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
+#define T(f) \
+	cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_eq_open),
 		T(test_eq_write_needs_flag),

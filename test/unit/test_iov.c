@@ -10,7 +10,7 @@
 
 #include "nrma_iov.h"
 
-#define GUARD	'#'
+#define GUARD '#'
 
 /*
  * The fixture: four iovs of 5, 0, 3 and 7 bytes (15 in all) carved from
@@ -19,13 +19,13 @@
  *
  *   backing: # AAAAA # (empty) # BBB # CCCCCCC #
  */
-#define NIOV	4
-#define TOTAL	15
+#define NIOV  4
+#define TOTAL 15
 
 struct fixture {
 	char backing[64];
 	struct iovec iov[NIOV];
-	char flat[TOTAL];		/* the message, contiguous */
+	char flat[TOTAL]; /* the message, contiguous */
 };
 
 static const size_t seg_len[NIOV] = { 5, 0, 3, 7 };
@@ -79,7 +79,9 @@ static void test_len(void **state)
 {
 	struct fixture f;
 	struct iovec zeros[3] = {
-		{ NULL, 0 }, { NULL, 0 }, { NULL, 0 },
+		{ NULL, 0 },
+		{ NULL, 0 },
+		{ NULL, 0 },
 	};
 
 	(void) state;
@@ -94,6 +96,23 @@ static void test_len(void **state)
 }
 
 /* nrma_iov_gather */
+
+/* Lengths that wrap around saturate: no operation passes as short. */
+static void test_len_wraps(void **state)
+{
+	struct iovec iov[3] = {
+		{ .iov_base = NULL, .iov_len = SIZE_MAX - 10 },
+		{ .iov_base = NULL, .iov_len = 20 },
+		{ .iov_base = NULL, .iov_len = 1 },
+	};
+
+	(void) state;
+	assert_int_equal(nrma_iov_len(iov, 1), SIZE_MAX - 10);
+	assert_int_equal(nrma_iov_len(iov, 2), SIZE_MAX);
+	assert_int_equal(nrma_iov_len(iov, 3), SIZE_MAX);
+	iov[1].iov_len = 10;
+	assert_int_equal(nrma_iov_len(iov, 2), SIZE_MAX);
+}
 
 static void test_gather_all(void **state)
 {
@@ -118,13 +137,15 @@ static void test_gather_ranges(void **state)
 	fixture_init(&f, 1);
 	for (size_t off = 0; off <= TOTAL + 2; off++) {
 		for (size_t len = 0; len <= TOTAL + 2; len++) {
-			size_t want = off >= TOTAL ? 0 :
-				      len < TOTAL - off ? len : TOTAL - off;
+			size_t want = off >= TOTAL	? 0 :
+				      len < TOTAL - off ? len :
+							  TOTAL - off;
 			char buf[TOTAL + 8];
 
 			memset(buf, '.', sizeof(buf));
-			assert_int_equal(nrma_iov_gather(buf, f.iov, NIOV,
-							 off, len), want);
+			assert_int_equal(
+				nrma_iov_gather(buf, f.iov, NIOV, off, len),
+				want);
 			assert_memory_equal(buf, f.flat + off, want);
 			/* Nothing is written past what was copied. */
 			for (size_t j = want; j < sizeof(buf); j++)
@@ -187,16 +208,19 @@ static void test_scatter_ranges(void **state)
 		src[i] = 'a' + i;
 	for (size_t off = 0; off <= TOTAL + 2; off++) {
 		for (size_t len = 0; len <= TOTAL + 2; len++) {
-			size_t want = off >= TOTAL ? 0 :
-				      len < TOTAL - off ? len : TOTAL - off;
+			size_t want = off >= TOTAL	? 0 :
+				      len < TOTAL - off ? len :
+							  TOTAL - off;
 			struct fixture f;
 
 			fixture_init(&f, 1);
-			assert_int_equal(nrma_iov_scatter(f.iov, NIOV, off,
-							  src, len), want);
+			assert_int_equal(
+				nrma_iov_scatter(f.iov, NIOV, off, src, len),
+				want);
 			for (size_t n = 0; n < TOTAL; n++) {
 				char expect = n >= off && n < off + want ?
-					      src[n - off] : f.flat[n];
+						      src[n - off] :
+						      f.flat[n];
 
 				assert_int_equal(iov_byte(&f, n), expect);
 			}
@@ -229,8 +253,8 @@ static void test_scatter_gather_roundtrip(void **state)
 {
 	char a[7], b[1], c[9], msg[17], out[17];
 	struct iovec iov[] = {
-		{ a, sizeof(a) }, { NULL, 0 }, { b, sizeof(b) },
-		{ NULL, 0 }, { c, sizeof(c) },
+		{ a, sizeof(a) }, { NULL, 0 },	    { b, sizeof(b) },
+		{ NULL, 0 },	  { c, sizeof(c) },
 	};
 
 	(void) state;
@@ -250,7 +274,7 @@ static void test_scatter_gather_roundtrip(void **state)
 /* nrma_iov_slice */
 
 struct piece {
-	size_t off;	/* from the start of its iov */
+	size_t off; /* from the start of its iov */
 	size_t len;
 	size_t idx;
 };
@@ -271,7 +295,7 @@ static void check_slice(const struct fixture *f, size_t offset, size_t len,
 		assert_int_equal(idx[i], want[i].idx);
 		assert_ptr_equal(out[i].iov_base,
 				 (char *) f->iov[want[i].idx].iov_base +
-				 want[i].off);
+					 want[i].off);
 		assert_int_equal(out[i].iov_len, want[i].len);
 	}
 }
@@ -282,13 +306,13 @@ static void test_slice_one_iov(void **state)
 
 	(void) state;
 	fixture_init(&f, 1);
-	check_slice(&f, 0, 5, 1, (struct piece[]) { { 0, 5, 0 } }, 1);
-	check_slice(&f, 1, 3, 4, (struct piece[]) { { 1, 3, 0 } }, 1);
+	check_slice(&f, 0, 5, 1, (struct piece[]){ { 0, 5, 0 } }, 1);
+	check_slice(&f, 1, 3, 4, (struct piece[]){ { 1, 3, 0 } }, 1);
 	/* Bytes 5..7 are iov 2: the empty iov 1 is no piece. */
-	check_slice(&f, 5, 3, 1, (struct piece[]) { { 0, 3, 2 } }, 1);
-	check_slice(&f, 6, 1, 1, (struct piece[]) { { 1, 1, 2 } }, 1);
-	check_slice(&f, 8, 7, 1, (struct piece[]) { { 0, 7, 3 } }, 1);
-	check_slice(&f, 14, 1, 1, (struct piece[]) { { 6, 1, 3 } }, 1);
+	check_slice(&f, 5, 3, 1, (struct piece[]){ { 0, 3, 2 } }, 1);
+	check_slice(&f, 6, 1, 1, (struct piece[]){ { 1, 1, 2 } }, 1);
+	check_slice(&f, 8, 7, 1, (struct piece[]){ { 0, 7, 3 } }, 1);
+	check_slice(&f, 14, 1, 1, (struct piece[]){ { 6, 1, 3 } }, 1);
 }
 
 static void test_slice_two_iovs(void **state)
@@ -297,12 +321,12 @@ static void test_slice_two_iovs(void **state)
 
 	(void) state;
 	fixture_init(&f, 1);
-	check_slice(&f, 3, 4, 2,
-		    (struct piece[]) { { 3, 2, 0 }, { 0, 2, 2 } }, 2);
-	check_slice(&f, 0, 8, 4,
-		    (struct piece[]) { { 0, 5, 0 }, { 0, 3, 2 } }, 2);
-	check_slice(&f, 7, 8, 2,
-		    (struct piece[]) { { 2, 1, 2 }, { 0, 7, 3 } }, 2);
+	check_slice(&f, 3, 4, 2, (struct piece[]){ { 3, 2, 0 }, { 0, 2, 2 } },
+		    2);
+	check_slice(&f, 0, 8, 4, (struct piece[]){ { 0, 5, 0 }, { 0, 3, 2 } },
+		    2);
+	check_slice(&f, 7, 8, 2, (struct piece[]){ { 2, 1, 2 }, { 0, 7, 3 } },
+		    2);
 	/* Two pieces do not fit in one. */
 	check_slice(&f, 3, 4, 1, NULL, 0);
 }
@@ -317,7 +341,7 @@ static void test_slice_three_iovs(void **state)
 	check_slice(&f, 0, TOTAL, 3, whole, 3);
 	check_slice(&f, 0, TOTAL, 4, whole, 3);
 	check_slice(&f, 4, 6, 3,
-		    (struct piece[]) { { 4, 1, 0 }, { 0, 3, 2 }, { 0, 2, 3 } },
+		    (struct piece[]){ { 4, 1, 0 }, { 0, 3, 2 }, { 0, 2, 3 } },
 		    3);
 	/* More pieces needed than allowed: 0, not a partial answer. */
 	check_slice(&f, 0, TOTAL, 2, NULL, 0);
@@ -331,8 +355,8 @@ static void test_slice_skips_empty(void **state)
 {
 	char a[3], b[4];
 	struct iovec iov[] = {
-		{ NULL, 0 }, { a, sizeof(a) }, { NULL, 0 }, { NULL, 0 },
-		{ b, sizeof(b) }, { NULL, 0 },
+		{ NULL, 0 }, { a, sizeof(a) }, { NULL, 0 },
+		{ NULL, 0 }, { b, sizeof(b) }, { NULL, 0 },
 	};
 	struct iovec out[2];
 	size_t idx[2];
@@ -381,8 +405,9 @@ static void test_slice_ranges(void **state)
 	fixture_init(&f, 1);
 	for (size_t off = 0; off <= TOTAL + 1; off++) {
 		for (size_t len = 0; len <= TOTAL + 1; len++) {
-			size_t want = off >= TOTAL ? 0 :
-				      len < TOTAL - off ? len : TOTAL - off;
+			size_t want = off >= TOTAL	? 0 :
+				      len < TOTAL - off ? len :
+							  TOTAL - off;
 			struct iovec out[NIOV];
 			size_t idx[NIOV], n, got = 0;
 			char buf[TOTAL];
@@ -414,6 +439,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_len),
+		cmocka_unit_test(test_len_wraps),
 		cmocka_unit_test(test_gather_all),
 		cmocka_unit_test(test_gather_ranges),
 		cmocka_unit_test(test_gather_crossing),

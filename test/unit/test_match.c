@@ -11,8 +11,8 @@
 
 #include "nrma_match.h"
 
-#define RX_COUNT	8
-#define UNEXP_COUNT	4
+#define RX_COUNT    8
+#define UNEXP_COUNT 4
 
 /* Two fake peers; the callback counts its calls. */
 static int peer_a, peer_b;
@@ -33,7 +33,8 @@ static int match_setup(void **state)
 
 	assert_non_null(m);
 	assert_int_equal(nrma_match_init(m, RX_COUNT, UNEXP_COUNT,
-					 fake_peer_addr, &peer_addr_calls), 0);
+					 fake_peer_addr, &peer_addr_calls),
+			 0);
 	peer_addr_calls = 0;
 	*state = m;
 	return 0;
@@ -53,7 +54,7 @@ static struct nrma_rx_entry *post(struct nrma_match *m, uint64_t flags,
 	struct nrma_rx_entry *rx = nrma_rx_entry_alloc(m);
 
 	assert_non_null(rx);
-	rx->iov[0] = (struct iovec) { .iov_base = buf, .iov_len = len };
+	rx->iov[0] = (struct iovec){ .iov_base = buf, .iov_len = len };
 	rx->count = 1;
 	rx->flags = flags;
 	rx->tag = tag;
@@ -71,7 +72,8 @@ static void test_tags_and_ignore(void **state)
 	struct nrma_rx_entry *exact, *masked;
 
 	exact = post(m, FI_TAGGED, 0x1234, 0, FI_ADDR_UNSPEC, buf, 64, NULL);
-	masked = post(m, FI_TAGGED, 0xab00, 0xff, FI_ADDR_UNSPEC, buf, 64, NULL);
+	masked =
+		post(m, FI_TAGGED, 0xab00, 0xff, FI_ADDR_UNSPEC, buf, 64, NULL);
 	assert_ptr_equal(nrma_match_posted(m, true, 0x1234, &peer_a), exact);
 	assert_ptr_equal(nrma_match_posted(m, true, 0xab42, &peer_a), masked);
 	assert_ptr_equal(nrma_match_posted(m, true, 0xab00, NULL), masked);
@@ -87,7 +89,8 @@ static void test_untagged_ignores_tag(void **state)
 {
 	struct nrma_match *m = *state;
 	char buf[16];
-	struct nrma_rx_entry *rx = post(m, 0, 7, 0, FI_ADDR_UNSPEC, buf, 16, NULL);
+	struct nrma_rx_entry *rx =
+		post(m, 0, 7, 0, FI_ADDR_UNSPEC, buf, 16, NULL);
 
 	assert_ptr_equal(nrma_match_posted(m, false, 99, &peer_b), rx);
 	assert_null(nrma_match_posted(m, true, 7, &peer_b));
@@ -126,7 +129,8 @@ static void test_directed_receive(void **state)
 static void test_unexpected_in_order(void **state)
 {
 	struct nrma_match *m = *state;
-	struct nrma_rx_entry probe = { .flags = FI_TAGGED, .tag = 3,
+	struct nrma_rx_entry probe = { .flags = FI_TAGGED,
+				       .tag = 3,
 				       .src = FI_ADDR_UNSPEC };
 	struct nrma_unexp *u1, *u2, *other;
 
@@ -141,7 +145,7 @@ static void test_unexpected_in_order(void **state)
 	assert_ptr_equal(nrma_match_unexp(m, &probe), u1);
 	nrma_unexp_free(m, u1);
 	assert_ptr_equal(nrma_match_unexp(m, &probe), u2);
-	probe.src = 10;		/* only peer_a's, which is now tag 4 */
+	probe.src = 10; /* only peer_a's, which is now tag 4 */
 	assert_null(nrma_match_unexp(m, &probe));
 	probe.tag = 4;
 	assert_ptr_equal(nrma_match_unexp(m, &probe), other);
@@ -204,12 +208,27 @@ static void test_multi_recv_space(void **state)
 	assert_null(nrma_match_posted(m, false, 0, NULL));
 }
 
+/* FI_OPT_MIN_MULTI_RECV 0: the buffer still goes once it is full. */
+static void test_multi_recv_min_zero(void **state)
+{
+	struct nrma_match *m = *state;
+	char buf[16];
+	struct nrma_rx_entry *rx;
+
+	rx = post(m, FI_MULTI_RECV, 0, 0, FI_ADDR_UNSPEC, buf, 16, NULL);
+	nrma_rx_take(rx, 10, 0);
+	assert_false(rx->released);
+	nrma_rx_take(rx, 6, 0);
+	assert_true(rx->released);
+	assert_null(nrma_match_posted(m, false, 0, NULL));
+}
+
 static void test_single_receive_released(void **state)
 {
 	struct nrma_match *m = *state;
 	char buf[100];
-	struct nrma_rx_entry *rx = post(m, 0, 0, 0, FI_ADDR_UNSPEC, buf, 100,
-					NULL);
+	struct nrma_rx_entry *rx =
+		post(m, 0, 0, 0, FI_ADDR_UNSPEC, buf, 100, NULL);
 
 	assert_ptr_equal(nrma_rx_take(rx, 10, 0), buf);
 	assert_true(rx->released);
@@ -237,7 +256,8 @@ static void test_cancel(void **state)
 static void test_claim(void **state)
 {
 	struct nrma_match *m = *state;
-	struct nrma_rx_entry probe = { .flags = FI_TAGGED, .tag = 9,
+	struct nrma_rx_entry probe = { .flags = FI_TAGGED,
+				       .tag = 9,
 				       .src = FI_ADDR_UNSPEC };
 	struct fi_context ctx = { { 0 } }, other = { { 0 } };
 	struct nrma_unexp *u = nrma_match_hold(m, true, 9, 5, 16, &peer_a);
@@ -288,6 +308,7 @@ int main(void)
 		T(test_unexpected_pool_bounded),
 		T(test_rx_pool_bounded),
 		T(test_multi_recv_space),
+		T(test_multi_recv_min_zero),
 		T(test_single_receive_released),
 		T(test_cancel),
 		T(test_claim),

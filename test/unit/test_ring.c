@@ -12,7 +12,7 @@
 
 struct elem {
 	uint64_t seq;
-	char pad[12];	/* an element size that is not a power of two */
+	char pad[12]; /* an element size that is not a power of two */
 };
 
 static void test_init_errors(void **state)
@@ -20,7 +20,8 @@ static void test_init_errors(void **state)
 	struct nrma_ring ring;
 
 	(void) state;
-	assert_int_equal(nrma_ring_init(&ring, 0, sizeof(struct elem)), -EINVAL);
+	assert_int_equal(nrma_ring_init(&ring, 0, sizeof(struct elem)),
+			 -EINVAL);
 	assert_int_equal(nrma_ring_init(&ring, 4, 0), -EINVAL);
 }
 
@@ -102,8 +103,9 @@ static void test_fifo_wraparound(void **state)
 		next_out += out;
 		assert_int_equal(ring.count, next_in - next_out);
 		if (ring.count)
-			assert_int_equal(((struct elem *)
-					  nrma_ring_at(&ring, 0))->seq, next_out);
+			assert_int_equal(
+				((struct elem *) nrma_ring_at(&ring, 0))->seq,
+				next_out);
 	}
 	assert_true(next_in > 5 * ring.capacity);
 	nrma_ring_fini(&ring);
@@ -151,7 +153,7 @@ static void test_at_wraps(void **state)
 	assert_int_equal(nrma_ring_init(&ring, 4, sizeof(struct elem)), 0);
 	for (int i = 0; i < 3; i++)
 		((struct elem *) nrma_ring_push(&ring))->seq = i;
-	nrma_ring_consume(&ring, 3);		/* head is now slot 3 */
+	nrma_ring_consume(&ring, 3); /* head is now slot 3 */
 	for (int i = 0; i < 4; i++)
 		((struct elem *) nrma_ring_push(&ring))->seq = 20 + i;
 	assert_int_equal(ring.head, 3);
@@ -241,9 +243,9 @@ static void test_grow_wrapped(void **state)
 				next_in++;
 		assert_true(nrma_ring_full(&ring));
 		for (size_t i = 0; i < ring.count; i++)
-			assert_int_equal(((struct elem *)
-					  nrma_ring_at(&ring, i))->seq,
-					 next_out + i);
+			assert_int_equal(
+				((struct elem *) nrma_ring_at(&ring, i))->seq,
+				next_out + i);
 	}
 
 	/* And it grows again, from a wrapped state, to 16. */

@@ -50,7 +50,7 @@ static void test_stale_token(void **state)
 	assert_false(nrma_token_in_use(t, a));
 	assert_int_equal(nrma_token_find(t, old), -1);
 	again = nrma_token_get(t);
-	assert_int_equal(again, a);	/* the free stack hands it back */
+	assert_int_equal(again, a); /* the free stack hands it back */
 	assert_int_equal(nrma_token_find(t, old), -1);
 	assert_int_equal(nrma_token_find(t, nrma_token_of(t, again)), again);
 }
@@ -70,6 +70,27 @@ static void test_forged_tokens(void **state)
 	assert_int_equal(nrma_token_find(t, (a + 1) % COUNT), -1);
 }
 
+/* Sequential generations would let a peer guess the tokens of others. */
+static void test_generations_unpredictable(void **state)
+{
+	struct nrma_token_table *t = *state;
+	uint64_t prev = 0;
+	int steps = 0, same = 0;
+
+	for (int i = 0; i < 64; i++) {
+		int64_t a = nrma_token_get(t);
+		uint64_t gen = nrma_token_of(t, a) >> 32;
+
+		assert_true(gen != 0);
+		steps += gen == prev + 1;
+		same += gen == prev;
+		prev = gen;
+		nrma_token_put(t, a);
+	}
+	assert_true(steps < 2);
+	assert_true(same < 2);
+}
+
 static void test_exhaustion(void **state)
 {
 	struct nrma_token_table *t = *state;
@@ -87,9 +108,8 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, token_setup, token_teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_token_names_its_slot),
-		T(test_stale_token),
-		T(test_forged_tokens),
+		T(test_token_names_its_slot), T(test_stale_token),
+		T(test_forged_tokens),	      T(test_generations_unpredictable),
 		T(test_exhaustion),
 	};
 #undef T

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A peer that is not nrma: what arrives from the network is checked
+ * before it is used.  The parent ("V", the victim) is an nrma endpoint;
+ * child "P" is an honest nrma peer; child "H" speaks nrma's wire format
+ * itself, over rdmacm and verbs, and lies:
+ *  1. it claims the name of an endpoint on another host: V rejects it,
+ *     saying why;
+ *  2. it connects under a name of its own host, takes a rendezvous message
+ *     from V, and then, while V's rendezvous send to P waits for P's ACK,
+ *     forges ACKs for the tokens it could guess from the one it saw (other
+ *     generations, generation 0, every slot nearby): none completes
+ *     anything; P's ACK then completes V's send to P, and H's true ACK
+ *     V's send to H;
+ *  3. it sends a message shorter than a header: V drops it and the
+ *     connection (H sees it go), and goes on working with P.
+ */
+#include <rdma/rdma_cma.h>
+
+#include "itest_msg.h"
+#include "nrma_proto.h"
+
+#define RNDV_LEN    65536
+#define FAKE_BUFS   32
+#define FAKE_BUF    4096
+#define FORGE_SLOTS 256
+#define FORGE_GENS  8
+
+enum {
+	STEP_NAMES = 1, /* H and P are up */
+	STEP_H_NAME,	/* H connected and says its name */
+	STEP_H_GOT,	/* H holds V's rendezvous request */
+	STEP_P_SENT,	/* V's send to P waits for P */
+	STEP_FORGED,	/* H sent its forged ACKs */
+	STEP_P_RECV,	/* P may take its message */
+	STEP_H_ACK,	/* H may send its true ACK */
+	STEP_RUNT,	/* H sent a runt and saw its connection go */
+	STEP_DONE,
+};
+
+static struct itest_link link_p, link_h;
+
+/* H: an rdmacm connection of its own, with buffers to send and receive. */
+struct fake {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	char *buf; /* FAKE_BUFS receive buffers, then one to send from */
+	unsigned int sends;
+};
+
+static struct rdma_cm_event *fake_event(struct fake *f)
+{
+	struct pollfd pfd = { .fd = f->ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	EXPECT(poll(&pfd, 1, (int) itest_wait_ms()) == 1,
+	       "an rdmacm event within the deadline");
+	CHECK(!rdma_get_cm_event(f->ch, &ev));
+	return ev;
+}
+
+static void fake_expect(struct fake *f, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev = fake_event(f);
+
+	EXPECT(ev->event == want, "rdmacm event %s, got %s",
+	       rdma_event_str(want), rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+}
+
+static void fake_post_recv(struct fake *f, int i)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t) f->buf + i * FAKE_BUF,
+			       .length = FAKE_BUF,
+			       .lkey = f->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 },
+			   *bad;
+
+	CHECK(!ibv_post_recv(f->id->qp, &wr, &bad));
+}
+
+/* Resolves V and makes a QP, ready to connect. */
+static void fake_open(struct fake *f, const struct sockaddr_in *dst)
+{
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64,
+			 .max_recv_wr = FAKE_BUFS,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	memset(f, 0, sizeof(*f));
+	f->ch = rdma_create_event_channel();
+	CHECK(f->ch != NULL);
+	CHECK(!rdma_create_id(f->ch, &f->id, NULL, RDMA_PS_TCP));
+	CHECK(!rdma_resolve_addr(f->id, NULL, (struct sockaddr *) dst, 2000));
+	fake_expect(f, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(!rdma_resolve_route(f->id, 2000));
+	fake_expect(f, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	f->pd = ibv_alloc_pd(f->id->verbs);
+	f->cq = ibv_create_cq(f->id->verbs, 256, NULL, NULL, 0);
+	CHECK(f->pd && f->cq);
+	qa.send_cq = qa.recv_cq = f->cq;
+	CHECK(!rdma_create_qp(f->id, f->pd, &qa));
+	f->buf = calloc(FAKE_BUFS + 1, FAKE_BUF);
+	CHECK(f->buf != NULL);
+	f->mr = ibv_reg_mr(f->pd, f->buf, (FAKE_BUFS + 1) * FAKE_BUF,
+			   IBV_ACCESS_LOCAL_WRITE);
+	CHECK(f->mr != NULL);
+	for (int i = 0; i < FAKE_BUFS; i++)
+		fake_post_recv(f, i);
+}
+
+static void fake_close(struct fake *f)
+{
+	rdma_destroy_qp(f->id);
+	ibv_dereg_mr(f->mr);
+	ibv_destroy_cq(f->cq);
+	ibv_dealloc_pd(f->pd);
+	rdma_destroy_id(f->id);
+	rdma_destroy_event_channel(f->ch);
+	free(f->buf);
+}
+
+/* Connects claiming name; returns the event and V's reject reason. */
+static enum rdma_cm_event_type fake_connect(struct fake *f,
+					    const struct sockaddr_in *name,
+					    int *reason)
+{
+	struct nrma_cm_data data;
+	struct rdma_conn_param param = {
+		.private_data = &data,
+		.private_data_len = sizeof(data),
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type type;
+	const struct nrma_cm_data *reply;
+
+	nrma_cm_data_init(&data, name, 0, NRMA_REJECT_NONE);
+	CHECK(!rdma_connect(f->id, &param));
+	ev = fake_event(f);
+	type = ev->event;
+	reply = nrma_cm_data_parse(ev->param.conn.private_data,
+				   ev->param.conn.private_data_len);
+	*reason = reply ? (int) nrma_cm_data_reason(reply) : -1;
+	rdma_ack_cm_event(ev);
+	return type;
+}
+
+/* Sends len bytes of the send buffer; waits for its completion. */
+static int fake_send(struct fake *f, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t) f->buf + FAKE_BUFS * FAKE_BUF,
+		.length = (uint32_t) len,
+		.lkey = f->mr->lkey,
+	};
+	struct ibv_send_wr wr = { .wr_id = 1000 + f->sends++,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	int64_t deadline = itest_deadline();
+	struct ibv_wc wc;
+
+	if (ibv_post_send(f->id->qp, &wr, &bad))
+		return -1;
+	for (;;) {
+		int n = ibv_poll_cq(f->cq, 1, &wc);
+
+		CHECK(n >= 0);
+		if (n && wc.wr_id >= 1000)
+			return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+		EXPECT(!n, "no receive completes meanwhile (status %d)",
+		       wc.status);
+		itest_check_deadline(deadline, "H's send to complete");
+	}
+}
+
+/* The next message V sends H. */
+static struct nrma_hdr fake_recv(struct fake *f)
+{
+	int64_t deadline = itest_deadline();
+	struct nrma_hdr hdr;
+	struct ibv_wc wc;
+
+	for (;;) {
+		int n = ibv_poll_cq(f->cq, 1, &wc);
+
+		CHECK(n >= 0);
+		if (n) {
+			EXPECT(wc.status == IBV_WC_SUCCESS &&
+				       wc.opcode == IBV_WC_RECV &&
+				       wc.byte_len >= sizeof(hdr),
+			       "a message from V (status %d)", wc.status);
+			memcpy(&hdr, f->buf + wc.wr_id * FAKE_BUF, sizeof(hdr));
+			fake_post_recv(f, (int) wc.wr_id);
+			return hdr;
+		}
+		itest_check_deadline(deadline, "V's message to H");
+	}
+}
+
+static void fake_ack(struct fake *f, uint64_t token)
+{
+	struct nrma_hdr *hdr = (void *) (f->buf + FAKE_BUFS * FAKE_BUF);
+
+	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_ACK, .token = token };
+	CHECK(!fake_send(f, sizeof(*hdr)));
+}
+
+/* Every token near the one seen: other generations, and generation 0. */
+static void fake_forge(struct fake *f, uint64_t seen)
+{
+	uint32_t gen = (uint32_t) (seen >> 32), slot = (uint32_t) seen;
+	uint32_t first = slot > FORGE_SLOTS / 2 ? slot - FORGE_SLOTS / 2 : 0;
+
+	for (uint32_t s = first; s < first + FORGE_SLOTS; s++) {
+		fake_ack(f, s);
+		for (uint32_t d = 1; d <= FORGE_GENS; d++) {
+			fake_ack(f, (uint64_t) (gen + d) << 32 | s);
+			if (gen > d)
+				fake_ack(f, (uint64_t) (gen - d) << 32 | s);
+		}
+	}
+}
+
+static void hostile(void *arg)
+{
+	struct itest_chan ch = itest_link_child(&link_h);
+	struct sockaddr_in v, claim;
+	struct fake f;
+	struct nrma_hdr hdr;
+	int reason;
+
+	(void) arg;
+	itest_chan_read(&ch, &v, sizeof(v), "V's name");
+	/* 1. A name on another host. */
+	claim = v;
+	claim.sin_addr.s_addr ^= htonl(0x42);
+	fake_open(&f, &v);
+	EXPECT(fake_connect(&f, &claim, &reason) == RDMA_CM_EVENT_REJECTED,
+	       "a foreign name is rejected");
+	EXPECT(reason == NRMA_REJECT_IDENTITY, "reason %d", reason);
+	fake_close(&f);
+	/* 2. A name of its own host; a port nobody listens on. */
+	claim = v;
+	claim.sin_port = htons(7);
+	fake_open(&f, &v);
+	EXPECT(fake_connect(&f, &claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
+	       "an honest name is accepted (reason %d)", reason);
+	itest_chan_write(&ch, &claim, sizeof(claim));
+	itest_signal(&ch, STEP_H_NAME);
+	hdr = fake_recv(&f);
+	EXPECT(hdr.op == NRMA_HDR_RNDV && hdr.len == RNDV_LEN,
+	       "V's rendezvous request (op %u, len %" PRIu64 ")", hdr.op,
+	       hdr.len);
+	itest_signal(&ch, STEP_H_GOT);
+	itest_expect_idle(&ch, STEP_P_SENT, itest_wait_ms(), "V's send to P");
+	fake_forge(&f, hdr.token);
+	itest_signal(&ch, STEP_FORGED);
+	itest_expect_idle(&ch, STEP_H_ACK, itest_wait_ms(), "leave to ACK");
+	fake_ack(&f, hdr.token);
+	/* 3. A runt. */
+	CHECK(!fake_send(&f, 3));
+	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
+	itest_signal(&ch, STEP_RUNT);
+	itest_expect_idle(&ch, STEP_DONE, itest_wait_ms(), "the end");
+	fake_close(&f);
+}
+
+static void honest(void *arg)
+{
+	struct itest_chan ch = itest_link_child(&link_p);
+	static char buf[RNDV_LEN];
+	struct itest_node p;
+	struct itest_comp c;
+
+	(void) arg;
+	itest_node_open(&p, NULL, "P");
+	itest_node_exchange(&p, &ch);
+	itest_expect(&ch, STEP_P_RECV, "leave to receive");
+	ITEST_POST(fi_recv(p.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, buf),
+		   "P's receive");
+	c = itest_cq_wait(p.rx, "V's rendezvous message");
+	EXPECT(c.len == RNDV_LEN, "P's receive: len %zu", c.len);
+	itest_msg_check(buf, RNDV_LEN, 2, "V's message to P");
+	ITEST_POST(fi_recv(p.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, buf),
+		   "P's second receive");
+	c = itest_cq_wait(p.rx, "V's message after H's runt");
+	itest_msg_check(buf, c.len, 3, "V's last message to P");
+	itest_sync(&ch, STEP_DONE, "the end");
+	itest_node_close(&p);
+}
+
+int main(void)
+{
+	static char to_h[RNDV_LEN], to_p[RNDV_LEN];
+	struct itest_chan ch_p, ch_h;
+	struct itest_node v;
+	struct itest_comp c;
+	struct sockaddr_in h_name;
+	fi_addr_t h, p;
+
+	itest_link_init(&link_p);
+	itest_link_init(&link_h);
+	itest_fork("P", honest, NULL);
+	itest_fork("H", hostile, NULL);
+	ch_p = itest_link_parent(&link_p);
+	ch_h = itest_link_parent(&link_h);
+	itest_node_open(&v, NULL, "V");
+	p = itest_node_exchange(&v, &ch_p);
+	itest_chan_write(&ch_h, &v.name, sizeof(v.name));
+
+	itest_step = "H's honest connection";
+	itest_chan_read(&ch_h, &h_name, sizeof(h_name), "H's name");
+	itest_expect(&ch_h, STEP_H_NAME, "H's connection");
+	h = itest_node_insert(&v, &h_name);
+	itest_msg_fill(to_h, RNDV_LEN, 1);
+	ITEST_POST(fi_send(v.ep, to_h, RNDV_LEN, NULL, h, to_h), "V to H");
+	itest_expect(&ch_h, STEP_H_GOT, "H's receipt");
+
+	itest_step = "forged ACKs";
+	itest_msg_fill(to_p, RNDV_LEN, 2);
+	ITEST_POST(fi_send(v.ep, to_p, RNDV_LEN, NULL, p, to_p), "V to P");
+	itest_signal(&ch_h, STEP_P_SENT);
+	itest_expect(&ch_h, STEP_FORGED, "H's forgeries");
+	itest_idle(500);
+	itest_cq_expect_empty(v.tx, "no send completes on a forged ACK");
+
+	itest_step = "true ACKs";
+	itest_signal(&ch_p, STEP_P_RECV);
+	c = itest_cq_wait(v.tx, "P's ACK");
+	EXPECT(c.op_context == to_p, "the send to P completes first (%p)",
+	       c.op_context);
+	itest_signal(&ch_h, STEP_H_ACK);
+	c = itest_cq_wait(v.tx, "H's ACK");
+	EXPECT(c.op_context == to_h, "then the send to H (%p)", c.op_context);
+
+	itest_step = "a runt";
+	itest_expect(&ch_h, STEP_RUNT, "H's runt and its disconnection");
+	itest_msg_fill(to_p, 100, 3);
+	ITEST_POST(fi_send(v.ep, to_p, 100, NULL, p, to_p), "V to P again");
+	c = itest_cq_wait(v.tx, "the send to P after the runt");
+	EXPECT(c.op_context == to_p, "context %p", c.op_context);
+	itest_sync(&ch_p, STEP_DONE, "P's end");
+	itest_signal(&ch_h, STEP_DONE);
+	itest_wait_kids();
+	itest_node_close(&v);
+	itest_pass("nrma_hostile");
+	return 0;
+}
