@@ -3,10 +3,13 @@
 #   NRMA_BUILDDIR, NRMA_SRCDIR        absolute build and source directories
 #   NRMA_UNIT_TESTS                   unit test programs, relative to the build dir
 #   NRMA_INTEGRATION_TESTS            integration test programs, likewise
+#   NRMA_TWOHOST_TESTS                integration tests that run on two hosts
 # Unit tests run here. Integration tests run here when this machine has an active
 # verbs device that the provider registers on, else all together in one boot of
 # the Soft-RoCE VM (contrib/nrma-vm), where this script runs itself again with
-# --integration-only.
+# --integration-only.  Two-host tests always run in two VMs joined by a
+# virtual link (contrib/nrma-vm --hosts 2), the same program on both, and
+# pass when they pass on both.
 # Optional: NRMA_VALGRIND=1 runs every test under valgrind; NRMA_TEST_TIMEOUT
 # sets the per-test limit in seconds (default 120, 600 under valgrind);
 # NRMA_TEST_VERBOSE=1 shows the output of passing tests too.
@@ -21,6 +24,7 @@ builddir=${NRMA_BUILDDIR:-$PWD}
 srcdir=${NRMA_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 read -ra unit_tests <<<"${NRMA_UNIT_TESTS:-}"
 read -ra itests <<<"${NRMA_INTEGRATION_TESTS:-}"
+read -ra twohost <<<"${NRMA_TWOHOST_TESTS:-}"
 wrap=()
 tmo=120
 if [[ ${NRMA_VALGRIND:-0} == 1 ]]; then
@@ -93,8 +97,50 @@ run_integration_vm() {
 	rm -rf "$work"
 }
 
+# In each of the two VMs: every two-host test, with a share of its own.
+run_twohost_here() {
+	local t
+	for t in "${twohost[@]}"; do
+		mkdir -p "$NRMA_TWOHOST_SHARE/${t##*/}"
+		run_test "$t" FI_PROVIDER_PATH="$builddir/.libs" FI_PROVIDER=nrma \
+			NRMA_TEST_SHARE="$NRMA_TWOHOST_SHARE/${t##*/}"
+	done
+}
+
+# One boot of two VMs; a test passes when both hosts say so.
+run_twohost_vm() {
+	local work log rc t
+	echo "Two-host tests in two VMs (contrib/nrma-vm --hosts 2)."
+	work=$(mktemp -d "${TMPDIR:-/tmp}/nrma-tests.XXXXXX") || exit 1
+	log=$work/vm.log
+	mkdir "$work/share"
+	# Their runs are longer: faults, retries, a slow virtual link.
+	TMPDIR=$work "$srcdir/contrib/nrma-vm" --hosts 2 --rw "$work" \
+		--timeout $((180 + ${#twohost[@]} * 4 * tmo)) \
+		-e NRMA_TWOHOST_SHARE="$work/share" -e NRMA_TEST_TIMEOUT=$((4 * tmo)) \
+		-e NRMA_TEST_WAIT_S=$((3 * tmo)) -- \
+		bash "$srcdir/test/run-tests.sh" --twohost-only | tee "$log"
+	rc=${PIPESTATUS[0]}
+	for t in "${twohost[@]}"; do
+		if grep -qE "^PASS: $t( |\$)" "$log" &&
+			grep -qE "^\[host 1\] PASS: $t( |\$)" "$log"; then
+			echo "PASS: $t (two hosts)"
+			passed=$((passed + 1))
+		else
+			echo "FAIL: $t (two hosts; contrib/nrma-vm exited $rc)"
+			failed=$((failed + 1))
+		fi
+	done
+	rm -rf "$work"
+}
+
 if [[ ${1-} == --integration-only ]]; then
 	run_integration_here
+	((failed == 0))
+	exit
+fi
+if [[ ${1-} == --twohost-only ]]; then
+	run_twohost_here
 	((failed == 0))
 	exit
 fi
@@ -109,5 +155,6 @@ if ((${#itests[@]})); then
 		run_integration_vm
 	fi
 fi
+((${#twohost[@]} == 0)) || run_twohost_vm
 echo "$passed passed, $failed failed"
 ((failed == 0))

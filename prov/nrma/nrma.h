@@ -353,6 +353,7 @@ struct nrma_send_args {
 	uint64_t data;
 	uint64_t tag;
 	uint64_t flags; /* FI_TAGGED marks a tagged send */
+	bool silent;	/* the fi_inject calls: no completion */
 	void *context;
 };
 

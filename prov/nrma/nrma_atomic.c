@@ -36,6 +36,7 @@ struct nrma_atomic_args {
 	uint64_t addr;
 	uint64_t key;
 	uint64_t flags;
+	bool silent; /* fi_inject_atomic: no completion */
 	void *context;
 };
 
@@ -151,10 +152,8 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		return -FI_EAGAIN;
 	op->context = a->context;
 	op->len = len;
-	/* FI_INJECT frees the operands only: a fetch still completes. */
 	op->flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE) |
-		    nrma_tx_comp_flags(ep, fetch ? a->flags & ~FI_INJECT :
-						   a->flags);
+		    nrma_tx_comp_flags(ep, a->flags, a->silent);
 	if (fetch) {
 		op->iov[0] =
 			(struct iovec){ .iov_base = a->result, .iov_len = len };
@@ -183,7 +182,7 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 			     const struct fi_msg_atomic *msg,
 			     const struct fi_ioc *comparev,
 			     size_t compare_count, struct fi_ioc *resultv,
-			     size_t result_count, uint64_t flags)
+			     size_t result_count, uint64_t flags, bool silent)
 {
 	struct nrma_ep *ep = nrma_ep_of(ep_fid);
 	struct nrma_atomic_args a = {
@@ -191,6 +190,7 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 		.op = msg->op,
 		.dest = msg->addr,
 		.flags = flags,
+		.silent = silent,
 		.context = msg->context,
 	};
 	int ret = atomic_valid(msg->datatype, msg->op, kind, NULL);
@@ -260,7 +260,7 @@ static ssize_t nrma_atomic_writemsg(struct fid_ep *ep_fid,
 				    uint64_t flags)
 {
 	return atomic_submit(ep_fid, NRMA_ATOMIC_BASE, msg, NULL, 0, NULL, 0,
-			     flags);
+			     flags, false);
 }
 
 static ssize_t nrma_atomic_writev(struct fid_ep *ep_fid,
@@ -297,10 +297,10 @@ static ssize_t nrma_atomic_inject(struct fid_ep *ep_fid, const void *buf,
 	struct fi_ioc iov = { .addr = (void *) buf, .count = count };
 	struct atomic_req r;
 
-	return nrma_atomic_writemsg(ep_fid,
-				    atomic_req(&r, &iov, NULL, 1, dest, addr,
-					       key, datatype, op, NULL),
-				    FI_INJECT);
+	return atomic_submit(ep_fid, NRMA_ATOMIC_BASE,
+			     atomic_req(&r, &iov, NULL, 1, dest, addr, key,
+					datatype, op, NULL),
+			     NULL, 0, NULL, 0, FI_INJECT, true);
 }
 
 static ssize_t nrma_atomic_readwritemsg(struct fid_ep *ep_fid,
@@ -311,7 +311,7 @@ static ssize_t nrma_atomic_readwritemsg(struct fid_ep *ep_fid,
 {
 	(void) result_desc;
 	return atomic_submit(ep_fid, NRMA_ATOMIC_FETCH, msg, NULL, 0, resultv,
-			     result_count, flags);
+			     result_count, flags, false);
 }
 
 static ssize_t nrma_atomic_readwritev(struct fid_ep *ep_fid,
@@ -355,7 +355,8 @@ static ssize_t nrma_atomic_compwritemsg(
 	(void) compare_desc;
 	(void) result_desc;
 	return atomic_submit(ep_fid, NRMA_ATOMIC_COMPARE, msg, comparev,
-			     compare_count, resultv, result_count, flags);
+			     compare_count, resultv, result_count, flags,
+			     false);
 }
 
 static ssize_t nrma_atomic_compwritev(

@@ -353,6 +353,10 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 
 		if (want->threading != FI_THREAD_UNSPEC)
 			dom->threading = want->threading;
+		/* An application that will drive progress may: as libfabric
+		 * does, the answer says what it asked for. */
+		if (want->control_progress != FI_PROGRESS_UNSPEC)
+			dom->control_progress = want->control_progress;
 		if (want->resource_mgmt != FI_RM_UNSPEC)
 			dom->resource_mgmt = want->resource_mgmt;
 		dom->av_type = want->av_type;

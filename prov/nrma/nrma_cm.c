@@ -27,11 +27,12 @@
 
 #define NRMA_CM_TIMEOUT_MS	 2000
 /*
- * A peer that stops answering fails its operations after 7 retries of
- * 4.096 us * 2^16 = 268 ms each: about 2 s (more on devices that round up).
+ * A peer that stops answering fails its operations after 6 retries of
+ * 4.096 us * 2^16 = 268 ms each: about 2 s (more on devices that round
+ * up).  Not 7: to some (rxe) a retry count of 7 means for ever.
  */
 #define NRMA_ACK_TIMEOUT	 16
-#define NRMA_RETRY_COUNT	 7
+#define NRMA_RETRY_COUNT	 6
 /* A peer that refuses us may not be listening yet: keep trying this long. */
 #define NRMA_CONNECT_PATIENCE_MS 10000
 

@@ -109,6 +109,7 @@ static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.dest = dest,
 		.data = data,
 		.flags = FI_INJECT | FI_REMOTE_CQ_DATA,
+		.silent = true,
 	};
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
@@ -123,6 +124,7 @@ static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
 		.count = 1,
 		.dest = dest,
 		.flags = FI_INJECT,
+		.silent = true,
 	};
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);

@@ -206,6 +206,7 @@ int nrma_progress_poll(struct nrma_ep *ep)
 	nrma_stalled_retry(ep);
 	nrma_reads_retry(ep);
 	nrma_acks_retry(ep);
+	nrma_send_check_peers(ep);
 	return n > 0 ? n : 0;
 }
 

@@ -25,6 +25,7 @@ struct nrma_rma_args {
 	uint64_t key;
 	uint64_t data;
 	uint64_t flags; /* FI_READ or FI_WRITE, and op flags */
+	bool silent;	/* fi_inject_write(data): no completion */
 	void *context;
 };
 
@@ -151,7 +152,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	op->context = a->context;
 	op->len = len;
 	op->flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
-		    nrma_tx_comp_flags(ep, a->flags);
+		    nrma_tx_comp_flags(ep, a->flags, a->silent);
 	n = rma_local(ep, op, a, sge);
 	if (n >= 0)
 		n = nrma_op_post(x, op, wr,
@@ -321,6 +322,7 @@ static ssize_t nrma_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.key = key,
 		.data = data,
 		.flags = FI_WRITE | FI_INJECT | FI_REMOTE_CQ_DATA,
+		.silent = true,
 	};
 
 	return rma_submit(nrma_ep_of(ep_fid), &a);
@@ -339,6 +341,7 @@ static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
 		.len = len,
 		.key = key,
 		.flags = FI_WRITE | FI_INJECT,
+		.silent = true,
 	};
 
 	return rma_submit(nrma_ep_of(ep_fid), &a);

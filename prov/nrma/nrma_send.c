@@ -4,6 +4,7 @@
  * copies, rendezvous requests, and the ACKs that complete them.
  */
 #include <string.h>
+#include <time.h>
 
 #include "nrma_iov.h"
 #include "nrma_xfer.h"
@@ -80,7 +81,7 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	op->context = a->context;
 	op->len = msg_len;
 	op->flags = FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
-		    nrma_tx_comp_flags(ep, a->flags);
+		    nrma_tx_comp_flags(ep, a->flags, a->silent);
 	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
 	send_fill_hdr(x, op, hdr, a, msg_len);
 	len = msg_len <= x->eager_size ? (int) send_fill_eager(op, hdr, a) :
@@ -98,6 +99,7 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		nrma_op_free(x, op);
 		return len;
 	}
+	op->sent_ms = nrma_now_ms();
 	x->sends++;
 	return 0;
 }
@@ -137,6 +139,33 @@ void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 	if (failed && !op->error)
 		op->error = FI_EIO; /* the receiver could not take it */
 	nrma_send_finish(ep, op);
+}
+
+int64_t nrma_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* At most every NRMA_ACK_PROBE_MS: a scan of the operations. */
+void nrma_send_check_peers(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	int64_t now = nrma_now_ms();
+
+	if (now - x->checked_ms < NRMA_ACK_PROBE_MS)
+		return;
+	x->checked_ms = now;
+	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
+		struct nrma_op *op = nrma_op_at(x, i);
+
+		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_SEND &&
+		    op->ack_pending && !op->wc_pending &&
+		    now - op->sent_ms >= NRMA_ACK_PROBE_MS)
+			nrma_probe(ep, op->conn);
+	}
 }
 
 /* Sends waiting for ACKs over a connection that failed will never get them. */

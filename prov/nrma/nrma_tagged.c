@@ -126,6 +126,7 @@ static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.data = data,
 		.tag = tag,
 		.flags = FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA,
+		.silent = true,
 	};
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
@@ -141,6 +142,7 @@ static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
 		.dest = dest,
 		.tag = tag,
 		.flags = FI_INJECT | FI_TAGGED,
+		.silent = true,
 	};
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);

@@ -186,9 +186,15 @@ void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op)
 	nrma_comp_tx(ep, &comp);
 }
 
-uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags)
+/*
+ * The fi_inject calls complete nothing; any other transmit completes,
+ * FI_INJECT among its flags or not, unless selective completion leaves
+ * it out.
+ */
+uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags,
+			    bool silent)
 {
-	if (flags & FI_INJECT)
+	if (silent)
 		return 0;
 	return !(ep->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
 			       (flags & FI_COMPLETION) ?

@@ -53,6 +53,7 @@ struct nrma_op {
 	int64_t buf;		 /* bounce buffer, or -1 */
 	unsigned int wc_pending; /* posted work requests not yet done */
 	bool ack_pending;	 /* waiting for the peer's ACK */
+	int64_t sent_ms;	 /* NRMA_OP_SEND: when it was posted */
 	int error;		 /* first failure, positive */
 	int prov_errno;		 /* its verbs completion status */
 	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
@@ -114,7 +115,8 @@ struct nrma_xfer {
 	struct nrma_dlist stalled_reads; /* struct nrma_stalled_read */
 	struct nrma_bufpool stalls;	 /* one a receive buffer */
 	size_t acks;			 /* ACKs posted, not yet completed */
-	uint64_t *scratch; /* where notification atomics fetch to */
+	int64_t checked_ms; /* sends waiting for ACKs last checked */
+	uint64_t *scratch;  /* where notification atomics fetch to */
 	struct nrma_verbs_mr *scratch_mr;
 };
 
@@ -136,7 +138,8 @@ void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 				const struct nrma_op *op, size_t len);
 struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x);
-uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags);
+uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags,
+			    bool silent);
 struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 				 struct nrma_conn *conn, bool bounce);
 /* The fi_addr_t of conn's peer, for FI_SOURCE and directed receives. */
@@ -150,6 +153,16 @@ ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 		       const void *args, size_t len);
 ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
 		    size_t count, uint64_t flags);
+
+/*
+ * A send that waits this long for its ACK has its peer probed, so that a
+ * peer that went away (its host, or the link) fails the send within the
+ * transport's retries, though nothing else goes to it.
+ */
+#define NRMA_ACK_PROBE_MS 1000
+int64_t nrma_now_ms(void);
+/* Probes the peers of sends waiting long for their ACKs. */
+void nrma_send_check_peers(struct nrma_ep *ep);
 
 /* Asks conn's peer for a zero-byte write: an error fails conn. */
 void nrma_probe(struct nrma_ep *ep, struct nrma_conn *conn);

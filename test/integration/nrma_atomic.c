@@ -7,8 +7,9 @@
  *  1. Every initiator does P1_OPS fi_fetch_atomic(FI_SUM, +1) on one
  *     word: the word ends at 4 * P1_OPS and the fetched values are
  *     0 .. 4 * P1_OPS - 1, each once.
- *  2. fi_atomic(FI_SUM) with negative operands, fi_inject_atomic and
- *     fi_atomicmsg(FI_INJECT) on INT64: the sum is exact.
+ *  2. fi_atomic(FI_SUM) with negative operands, fi_inject_atomic (no
+ *     completion entry) and fi_atomicmsg(FI_INJECT) (an entry, as for
+ *     any fi_atomicmsg) on INT64: the sum is exact.
  *  3. A lock made of fi_compare_atomic(FI_CSWAP): inside it, a
  *     FI_ATOMIC_READ and a fetch-add of a second word see no one else's
  *     update; the release finds the holder's own value in the lock.
@@ -120,7 +121,11 @@ static void add_base(int w, int64_t add, uint64_t key, const char *what)
 	atomic_done(&add, FI_WRITE, what);
 }
 
-/* Injected: no completion entry; the write counter says when it is done. */
+/*
+ * Injected: the operand is ours again at once.  fi_inject_atomic makes no
+ * completion entry (the write counter says when it is done);
+ * fi_atomicmsg with FI_INJECT makes one, like any fi_atomicmsg.
+ */
 static void add_injected(int w, int64_t add, bool by_msg, const char *what)
 {
 	struct fi_ioc ioc = { .addr = &add, .count = 1 };
@@ -135,6 +140,7 @@ static void add_injected(int w, int64_t add, bool by_msg, const char *what)
 		.rma_iov_count = 1,
 		.datatype = FI_INT64,
 		.op = FI_SUM,
+		.context = &msg,
 	};
 	uint64_t done = fi_cntr_read(n.write_cntr);
 
@@ -146,6 +152,10 @@ static void add_injected(int w, int64_t add, bool by_msg, const char *what)
 			"%s", what);
 	add = 0x7fff; /* the operand is ours again at once */
 	rt_cntr_reach(n.write_cntr, done + 1, "%s", what);
+	if (by_msg) {
+		atomic_done(&msg, FI_WRITE, what);
+		return;
+	}
 	rep.base_ops++;
 }
 

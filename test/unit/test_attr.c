@@ -847,7 +847,7 @@ static void test_names(void **state)
 
 static void test_progress(void **state)
 {
-	struct fi_info *hints = hints_alloc();
+	struct fi_info *hints = hints_alloc(), *info = NULL;
 
 	(void) state;
 	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
@@ -860,6 +860,11 @@ static void test_progress(void **state)
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
 	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	/* the answer says what was asked for, as libfabric's util code does */
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->domain_attr->control_progress,
+			 FI_PROGRESS_MANUAL);
+	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
 

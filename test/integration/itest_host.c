@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "itest_host.h"
+#include "itest_msg.h"
+
+int itest_host(void)
+{
+	const char *h = getenv("NRMA_VM_HOST");
+
+	EXPECT(h && (!strcmp(h, "0") || !strcmp(h, "1")) &&
+		       getenv("NRMA_TEST_SHARE"),
+	       "a two-host run (contrib/nrma-vm --hosts 2, NRMA_TEST_SHARE)");
+	return atoi(h);
+}
+
+const char *itest_host_peer_addr(void)
+{
+	const char *a = getenv("NRMA_TEST_PEER_ADDR");
+
+	EXPECT(a && *a, "NRMA_TEST_PEER_ADDR");
+	return a;
+}
+
+static const char *host_path(const char *key, const char *suffix)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s%s", getenv("NRMA_TEST_SHARE"), key,
+		 suffix);
+	return path;
+}
+
+void itest_host_put(const char *key, const void *buf, size_t len)
+{
+	char tmp[512];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s", host_path(key, ".tmp"));
+	f = fopen(tmp, "w");
+	CHECK(f != NULL);
+	CHECK(!len || fwrite(buf, len, 1, f) == 1);
+	CHECK(!fclose(f));
+	CHECK(!rename(tmp, host_path(key, "")));
+}
+
+int itest_host_has(const char *key)
+{
+	struct stat st;
+
+	return !stat(host_path(key, ""), &st);
+}
+
+void itest_host_get(const char *key, void *buf, size_t len)
+{
+	int64_t deadline = itest_deadline();
+	FILE *f;
+
+	while (!itest_host_has(key)) {
+		itest_check_deadline(deadline,
+				     itest_fmt("the other host's %s", key));
+		itest_progress();
+	}
+	f = fopen(host_path(key, ""), "r");
+	CHECK(f != NULL);
+	CHECK(!len || fread(buf, len, 1, f) == 1);
+	fclose(f);
+}
+
+void itest_host_signal(const char *key)
+{
+	itest_host_put(key, NULL, 0);
+}
+
+void itest_host_wait(const char *key)
+{
+	itest_host_get(key, NULL, 0);
+}
