@@ -339,6 +339,7 @@ void nrma_ep_linger(struct nrma_ep *ep);
  */
 int nrma_cm_thread_open(struct nrma_cm_thread **thread);
 void nrma_cm_thread_close(struct nrma_cm_thread *thread);
+void nrma_cm_threads_stop(void);
 int nrma_cm_thread_watch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 void nrma_cm_thread_unwatch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 /* How connection management reports to an endpoint. */

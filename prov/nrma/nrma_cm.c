@@ -27,11 +27,14 @@
 
 #define NRMA_CM_TIMEOUT_MS	 2000
 /*
- * A peer that stops answering fails its operations after 6 retries of
- * 4.096 us * 2^16 = 268 ms each: about 2 s (more on devices that round
- * up).  Not 7: to some (rxe) a retry count of 7 means for ever.
+ * A peer that stops answering fails its operations after 7 tries of
+ * 4.096 us * 2^18 = 1.07 s each: about 7.5 s (more on devices that round
+ * up).  Not a retry count of 7: to some (rxe) that means for ever.  Not
+ * shorter: a loaded Soft-RoCE host answers late enough to make 268 ms
+ * time out, and Linux 6.1's rxe can stall a requester for good after
+ * such a retransmission of an atomic.
  */
-#define NRMA_ACK_TIMEOUT	 16
+#define NRMA_ACK_TIMEOUT	 18
 #define NRMA_RETRY_COUNT	 6
 /* A peer that refuses us may not be listening yet: keep trying this long. */
 #define NRMA_CONNECT_PATIENCE_MS 10000
@@ -206,7 +209,7 @@ static void conn_retire(struct nrma_conn *conn)
 }
 
 /* Frees the retired connections that nothing uses any more. */
-static void cm_reap(struct nrma_cm *cm)
+void nrma_cm_reap(struct nrma_cm *cm)
 {
 	struct nrma_dlist *item = cm->retired.next;
 
@@ -605,7 +608,7 @@ void nrma_cm_progress(struct nrma_cm *cm)
 		else if (cleanup == NRMA_CM_DESTROY_CONN)
 			conn_destroy(id->context);
 	}
-	cm_reap(cm);
+	nrma_cm_reap(cm);
 }
 
 void nrma_cm_close(struct nrma_cm *cm)

@@ -135,6 +135,8 @@ int nrma_cm_listen(struct nrma_cm *cm, const struct nrma_cm_attr *attr);
 /* Readable when connection events wait for nrma_cm_progress. */
 int nrma_cm_fd(const struct nrma_cm *cm);
 void nrma_cm_progress(struct nrma_cm *cm);
+/* Frees failed connections whose last work requests have completed. */
+void nrma_cm_reap(struct nrma_cm *cm);
 
 /*
  * The connection to fi_addr (whose name is peer), if it is up.  Otherwise

@@ -212,13 +212,17 @@ int nrma_progress_poll(struct nrma_ep *ep)
 
 /* Endpoints */
 
-/* Device completions, then connection events. */
+/*
+ * Device completions, then the connections they released.  Connection
+ * events are the control progress thread's: reaping them here would cost
+ * every poll a system call and an allocation in librdmacm.
+ */
 void nrma_ep_progress(struct nrma_ep *ep)
 {
 	pthread_mutex_lock(&ep->lock);
 	if (ep->enabled) {
 		nrma_progress_poll(ep);
-		nrma_cm_progress(ep->cm);
+		nrma_cm_reap(ep->cm);
 	}
 	pthread_mutex_unlock(&ep->lock);
 }
@@ -271,7 +275,18 @@ struct nrma_cm_thread {
 	int stop_fd;	      /* in the epoll set with a NULL ptr */
 	struct nrma_ep **eps; /* the endpoints it watches */
 	size_t count;
+	struct nrma_dlist running; /* in progress_threads while it runs */
+	pid_t pid;		   /* the process that started it */
 };
+
+/*
+ * Threads still running when libfabric unloads the provider: an
+ * application may exit with its domains open, and a thread left in code
+ * that dlclose unmapped faults on its next connection event.
+ */
+static struct nrma_dlist progress_threads = { &progress_threads,
+					      &progress_threads };
+static pthread_mutex_t progress_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool progress_thread_watches(const struct nrma_cm_thread *t,
 				    const struct nrma_ep *ep)
@@ -333,7 +348,36 @@ static int progress_thread_start(struct nrma_cm_thread *t)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(&t->thread, NULL, progress_thread_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ret;
+	if (ret)
+		return ret;
+	t->pid = getpid();
+	pthread_mutex_lock(&progress_threads_lock);
+	nrma_dlist_insert_tail(&t->running, &progress_threads);
+	pthread_mutex_unlock(&progress_threads_lock);
+	return 0;
+}
+
+/*
+ * A forked child inherits the list but not the threads, and shares their
+ * stop eventfds with its parent: it leaves its parent's threads alone.
+ */
+static void progress_thread_stop(struct nrma_cm_thread *t)
+{
+	uint64_t one = 1;
+	bool running;
+
+	pthread_mutex_lock(&progress_threads_lock);
+	running = !nrma_dlist_empty(&t->running) && t->pid == getpid();
+	if (running)
+		nrma_dlist_remove(&t->running);
+	pthread_mutex_unlock(&progress_threads_lock);
+	if (!running)
+		return;
+	if (write(t->stop_fd, &one, sizeof(one)) != sizeof(one))
+		NRMA_WARN(FI_LOG_DOMAIN, "cannot stop control progress: %s\n",
+			  strerror(errno));
+	else
+		pthread_join(t->thread, NULL);
 }
 
 static void progress_thread_free(struct nrma_cm_thread *t)
@@ -355,6 +399,7 @@ int nrma_cm_thread_open(struct nrma_cm_thread **thread)
 	if (!t)
 		return -FI_ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
+	nrma_dlist_init(&t->running);
 	t->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	t->stop_fd = eventfd(0, EFD_CLOEXEC);
 	ret = t->epoll_fd < 0 || t->stop_fd < 0 ?
@@ -374,14 +419,37 @@ int nrma_cm_thread_open(struct nrma_cm_thread **thread)
 
 void nrma_cm_thread_close(struct nrma_cm_thread *t)
 {
-	uint64_t one = 1;
-
-	if (write(t->stop_fd, &one, sizeof(one)) != sizeof(one))
-		NRMA_WARN(FI_LOG_DOMAIN, "cannot stop control progress: %s\n",
-			  strerror(errno));
-	else
-		pthread_join(t->thread, NULL);
+	progress_thread_stop(t);
 	progress_thread_free(t);
+}
+
+static struct nrma_cm_thread *progress_thread_next_own(void)
+{
+	struct nrma_cm_thread *own = NULL;
+	struct nrma_dlist *item;
+	pid_t self = getpid();
+
+	pthread_mutex_lock(&progress_threads_lock);
+	nrma_dlist_foreach (&progress_threads, item) {
+		struct nrma_cm_thread *t =
+			nrma_container_of(item, struct nrma_cm_thread, running);
+
+		if (t->pid == self) {
+			own = t;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&progress_threads_lock);
+	return own;
+}
+
+/* Called as libfabric unloads the provider, with domains still open. */
+void nrma_cm_threads_stop(void)
+{
+	struct nrma_cm_thread *t;
+
+	while ((t = progress_thread_next_own()))
+		progress_thread_stop(t);
 }
 
 int nrma_cm_thread_watch(struct nrma_cm_thread *t, struct nrma_ep *ep)

@@ -229,18 +229,12 @@ static int xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
 			   struct nrma_conn **conn)
 {
 	struct sockaddr_in peer;
-	int ret;
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
 	if (nrma_addr_table_get(&ep->av->table, dest, &peer))
 		return -FI_EINVAL;
-	ret = nrma_conn_get(ep->cm, dest, &peer, conn);
-	if (ret == -FI_EAGAIN) {
-		nrma_cm_progress(ep->cm);
-		ret = nrma_conn_get(ep->cm, dest, &peer, conn);
-	}
-	return ret;
+	return nrma_conn_get(ep->cm, dest, &peer, conn);
 }
 
 /* The length of what an operation transmits, or -FI_EINVAL at once. */
