@@ -346,9 +346,9 @@ void nrma_cm_thread_unwatch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 extern const struct nrma_cm_ops nrma_progress_cm_ops;
 
 /* The protocol's entry points for fi_msg (nrma_msg.c) and fi_tagged. */
+/* No descriptors: a send registers what its receiver reads itself. */
 struct nrma_send_args {
 	const struct iovec *iov;
-	void **desc;
 	size_t count;
 	fi_addr_t dest;
 	uint64_t data;

@@ -46,7 +46,6 @@ static ssize_t nrma_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 {
 	struct nrma_send_args a = {
 		.iov = msg->msg_iov,
-		.desc = msg->desc,
 		.count = msg->iov_count,
 		.dest = msg->addr,
 		.data = msg->data,
@@ -63,12 +62,13 @@ static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct nrma_send_args a = {
 		.iov = iov,
-		.desc = desc,
 		.count = count,
 		.dest = dest,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags,
 		.context = context,
 	};
+
+	(void) desc; /* sends register what receivers read */
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
@@ -88,13 +88,14 @@ static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
 		.iov = &iov,
-		.desc = &desc,
 		.count = 1,
 		.dest = dest,
 		.data = data,
 		.context = context,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA,
 	};
+
+	(void) desc; /* sends register what receivers read */
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
 }

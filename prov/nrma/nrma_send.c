@@ -21,7 +21,11 @@ static size_t send_fill_eager(struct nrma_op *op, struct nrma_hdr *hdr,
 	return sizeof(*hdr) + hdr->len;
 }
 
-/* Registers what the peer will read, unless a descriptor allows it. */
+/*
+ * Registers exactly what the peer will read, for as long as it may: an
+ * application's descriptor would hand the receiver the key of its whole
+ * registration, with whatever remote access that has, for good.
+ */
 static int send_fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
 			  struct nrma_hdr *hdr, const struct nrma_send_args *a)
 {
@@ -35,8 +39,8 @@ static int send_fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
 
 		if (!a->iov[i].iov_len)
 			continue; /* nothing to read, nothing to register */
-		ret = nrma_op_buf_mr(ep, op, a->desc ? a->desc[i] : NULL,
-				     &a->iov[i], FI_REMOTE_READ, &vmr, &key);
+		ret = nrma_op_buf_mr(ep, op, NULL, &a->iov[i], FI_REMOTE_READ,
+				     &vmr, &key);
 		if (ret)
 			return ret;
 		seg[hdr->seg_count++] = (struct nrma_rndv_seg){

@@ -56,7 +56,6 @@ static ssize_t nrma_tagged_sendmsg(struct fid_ep *ep_fid,
 {
 	struct nrma_send_args a = {
 		.iov = msg->msg_iov,
-		.desc = msg->desc,
 		.count = msg->iov_count,
 		.dest = msg->addr,
 		.data = msg->data,
@@ -74,13 +73,14 @@ static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct nrma_send_args a = {
 		.iov = iov,
-		.desc = desc,
 		.count = count,
 		.dest = dest,
 		.tag = tag,
 		.context = context,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED,
 	};
+
+	(void) desc; /* sends register what receivers read */
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
@@ -101,7 +101,6 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_send_args a = {
 		.iov = &iov,
-		.desc = &desc,
 		.count = 1,
 		.dest = dest,
 		.data = data,
@@ -110,6 +109,8 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
 			 FI_REMOTE_CQ_DATA,
 	};
+
+	(void) desc; /* sends register what receivers read */
 
 	return nrma_send(nrma_ep_of(ep_fid), &a);
 }

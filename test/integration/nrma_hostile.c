@@ -13,7 +13,12 @@
  *     anything; P's ACK then completes V's send to P, and H's true ACK
  *     V's send to H;
  *  3. it sends a message shorter than a header: V drops it and the
- *     connection (H sees it go), and goes on working with P.
+ *     connection (H sees it go), and goes on working with P;
+ *  4. it connects again and takes a rendezvous message that V sends from
+ *     inside a larger registration of its own (FI_REMOTE_READ and
+ *     FI_REMOTE_WRITE, its descriptor passed): H reads the message with
+ *     the key it was given, ACKs, and once V's send completed the key
+ *     reads nothing more.
  */
 #include <rdma/rdma_cma.h>
 
@@ -35,6 +40,9 @@ enum {
 	STEP_P_RECV,	/* P may take its message */
 	STEP_H_ACK,	/* H may send its true ACK */
 	STEP_RUNT,	/* H sent a runt and saw its connection go */
+	STEP_H_AGAIN,	/* H connected again */
+	STEP_KEY_SENT,	/* V's send to H completed */
+	STEP_KEY_READ,	/* H tried the key again */
 	STEP_DONE,
 };
 
@@ -155,39 +163,59 @@ static enum rdma_cm_event_type fake_connect(struct fake *f,
 	return type;
 }
 
-/* Sends len bytes of the send buffer; waits for its completion. */
-static int fake_send(struct fake *f, size_t len)
+/*
+ * Posts wr (its sge: the send buffer, len bytes) and waits for its
+ * completion; returns its status, or -1 if it could not be posted.
+ */
+static int fake_post(struct fake *f, struct ibv_send_wr *wr, size_t len)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t) f->buf + FAKE_BUFS * FAKE_BUF,
 		.length = (uint32_t) len,
 		.lkey = f->mr->lkey,
 	};
-	struct ibv_send_wr wr = { .wr_id = 1000 + f->sends++,
-				  .sg_list = &sge,
-				  .num_sge = 1,
-				  .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED },
-			   *bad;
 	int64_t deadline = itest_deadline();
+	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
-	if (ibv_post_send(f->id->qp, &wr, &bad))
+	wr->wr_id = 1000 + f->sends++;
+	wr->sg_list = &sge;
+	wr->num_sge = 1;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(f->id->qp, wr, &bad))
 		return -1;
 	for (;;) {
 		int n = ibv_poll_cq(f->cq, 1, &wc);
 
 		CHECK(n >= 0);
 		if (n && wc.wr_id >= 1000)
-			return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+			return (int) wc.status;
 		EXPECT(!n, "no receive completes meanwhile (status %d)",
 		       wc.status);
-		itest_check_deadline(deadline, "H's send to complete");
+		itest_check_deadline(deadline, "H's work request to complete");
 	}
 }
 
-/* The next message V sends H. */
-static struct nrma_hdr fake_recv(struct fake *f)
+/* Sends len bytes of the send buffer; waits for its completion. */
+static int fake_send(struct fake *f, size_t len)
+{
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
+
+	return fake_post(f, &wr, len) == IBV_WC_SUCCESS ? 0 : -1;
+}
+
+/* Reads FAKE_BUF bytes of seg into the send buffer: the status. */
+static int fake_read(struct fake *f, const struct nrma_rndv_seg *seg)
+{
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_READ,
+				  .wr.rdma = { .remote_addr = seg->addr,
+					       .rkey = seg->rkey } };
+
+	return fake_post(f, &wr, FAKE_BUF);
+}
+
+/* The next message V sends H; seg, if any, gets its first segment. */
+static struct nrma_hdr fake_recv(struct fake *f, struct nrma_rndv_seg *seg)
 {
 	int64_t deadline = itest_deadline();
 	struct nrma_hdr hdr;
@@ -203,6 +231,11 @@ static struct nrma_hdr fake_recv(struct fake *f)
 				       wc.byte_len >= sizeof(hdr),
 			       "a message from V (status %d)", wc.status);
 			memcpy(&hdr, f->buf + wc.wr_id * FAKE_BUF, sizeof(hdr));
+			if (seg && wc.byte_len >= sizeof(hdr) + sizeof(*seg))
+				memcpy(seg,
+				       f->buf + wc.wr_id * FAKE_BUF +
+					       sizeof(hdr),
+				       sizeof(*seg));
 			fake_post_recv(f, (int) wc.wr_id);
 			return hdr;
 		}
@@ -234,6 +267,41 @@ static void fake_forge(struct fake *f, uint64_t seen)
 	}
 }
 
+/* 4. The key of a rendezvous message reads it, and only until it is sent. */
+static void hostile_key(struct itest_chan *ch, const struct sockaddr_in *v,
+			const struct sockaddr_in *claim)
+{
+	static char want[RNDV_LEN];
+	struct nrma_rndv_seg seg = { 0 };
+	struct nrma_hdr hdr;
+	struct fake f;
+	int reason, status;
+
+	fake_open(&f, v);
+	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
+	       "H connects again (reason %d)", reason);
+	itest_signal(ch, STEP_H_AGAIN);
+	hdr = fake_recv(&f, &seg);
+	EXPECT(hdr.op == NRMA_HDR_RNDV && hdr.seg_count == 1 &&
+		       seg.len == RNDV_LEN,
+	       "V's rendezvous request (op %u, %u segments of %" PRIu64 ")",
+	       hdr.op, hdr.seg_count, seg.len);
+	status = fake_read(&f, &seg);
+	EXPECT(status == IBV_WC_SUCCESS, "H reads the message (status %d)",
+	       status);
+	itest_msg_fill(want, RNDV_LEN, 4);
+	EXPECT(!memcmp(f.buf + FAKE_BUFS * FAKE_BUF, want, FAKE_BUF),
+	       "what H read is V's message");
+	fake_ack(&f, hdr.token);
+	itest_expect_idle(ch, STEP_KEY_SENT, itest_wait_ms(), "V's completion");
+	status = fake_read(&f, &seg);
+	EXPECT(status == IBV_WC_REM_ACCESS_ERR,
+	       "the key reads nothing once the send completed (status %d)",
+	       status);
+	itest_signal(ch, STEP_KEY_READ);
+	fake_close(&f);
+}
+
 static void hostile(void *arg)
 {
 	struct itest_chan ch = itest_link_child(&link_h);
@@ -260,7 +328,7 @@ static void hostile(void *arg)
 	       "an honest name is accepted (reason %d)", reason);
 	itest_chan_write(&ch, &claim, sizeof(claim));
 	itest_signal(&ch, STEP_H_NAME);
-	hdr = fake_recv(&f);
+	hdr = fake_recv(&f, NULL);
 	EXPECT(hdr.op == NRMA_HDR_RNDV && hdr.len == RNDV_LEN,
 	       "V's rendezvous request (op %u, len %" PRIu64 ")", hdr.op,
 	       hdr.len);
@@ -274,8 +342,9 @@ static void hostile(void *arg)
 	CHECK(!fake_send(&f, 3));
 	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
 	itest_signal(&ch, STEP_RUNT);
-	itest_expect_idle(&ch, STEP_DONE, itest_wait_ms(), "the end");
 	fake_close(&f);
+	hostile_key(&ch, &v, &claim);
+	itest_expect_idle(&ch, STEP_DONE, itest_wait_ms(), "the end");
 }
 
 static void honest(void *arg)
@@ -300,6 +369,29 @@ static void honest(void *arg)
 	itest_msg_check(buf, c.len, 3, "V's last message to P");
 	itest_sync(&ch, STEP_DONE, "the end");
 	itest_node_close(&p);
+}
+
+/* Sends H a message from the middle of a registration it may not see. */
+static void victim_key(struct itest_node *v, struct itest_chan *ch_h,
+		       fi_addr_t h)
+{
+	static char big[3 * RNDV_LEN];
+	char *msg = big + RNDV_LEN;
+	struct itest_comp c;
+	struct fid_mr *mr;
+
+	CHECK_OK(fi_mr_reg(itest_domain(), big, sizeof(big),
+			   FI_SEND | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+			   &mr, NULL));
+	itest_msg_fill(msg, RNDV_LEN, 4);
+	itest_expect(ch_h, STEP_H_AGAIN, "H's second connection");
+	ITEST_POST(fi_send(v->ep, msg, RNDV_LEN, fi_mr_desc(mr), h, msg),
+		   "V to H, with a descriptor");
+	c = itest_cq_wait(v->tx, "H's ACK of the second message");
+	EXPECT(c.op_context == msg, "context %p", c.op_context);
+	itest_signal(ch_h, STEP_KEY_SENT);
+	itest_expect(ch_h, STEP_KEY_READ, "H's second read");
+	CHECK_OK(fi_close(&mr->fid));
 }
 
 int main(void)
@@ -352,6 +444,9 @@ int main(void)
 	ITEST_POST(fi_send(v.ep, to_p, 100, NULL, p, to_p), "V to P again");
 	c = itest_cq_wait(v.tx, "the send to P after the runt");
 	EXPECT(c.op_context == to_p, "context %p", c.op_context);
+
+	itest_step = "a rendezvous key";
+	victim_key(&v, &ch_h, h);
 	itest_sync(&ch_p, STEP_DONE, "P's end");
 	itest_signal(&ch_h, STEP_DONE);
 	itest_wait_kids();
