@@ -9,8 +9,11 @@
  * The operand travels inside the work request, so every atomic is
  * injected in effect.  A fetched value lands in a bounce buffer and is
  * copied out on completion, which comes once the atomic was done at the
- * target.  Notification atomics follow, fenced: an atomic, like a read,
- * may be overtaken by the requests behind it.
+ * target.  Notification atomics follow unfenced: a responder executes
+ * the atomics of a queue pair in order, each done before the next, so
+ * the counter moves after the word.  (A fence there also let Linux 6.1's
+ * Soft-RoCE stall for good when it retransmitted the fenced notification:
+ * its fence waited for the notification's own atomic.)
  */
 #include <rdma/fi_atomic.h>
 
@@ -162,7 +165,7 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	}
 	wr[0] = atomic_wr(a, fetch ? &result : &scratch);
 	ret = nrma_op_post(x, op, wr,
-			   1 + nrma_notify_wrs(conn, a->key, fetch, true,
+			   1 + nrma_notify_wrs(conn, a->key, fetch, false,
 					       &scratch, wr + 1));
 	if (ret) {
 		nrma_op_free(x, op);

@@ -71,8 +71,9 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 
 /*
  * Bumps a word of a notification cell at the peer.  It follows its data
- * operation on the same queue pair: RC executes a write before it, but a
- * read or an atomic only once fenced.
+ * operation on the same queue pair: RC executes a write or an atomic
+ * before it, but a read, whose responses may still be leaving the
+ * target, only once fenced.
  */
 static struct nrma_wr rma_notify_wr(uint32_t cell_rkey,
 				    const struct nrma_sge *scratch, bool read,
