@@ -29,6 +29,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "nrma_try.h"
+
 struct config {
 	const char *name;
 	const char *fence; /* FI_NRMA_NOTIFY_FENCE */
@@ -56,16 +58,6 @@ struct target_info {
 };
 
 static size_t opt_ops = 20000, opt_size = 8, opt_window = 32;
-
-#define TRY(call)                                                              \
-	do {                                                                   \
-		int rc_ = (call);                                              \
-		if (rc_) {                                                     \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-				#call, fi_strerror(-rc_));                     \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
 
 static void open_side(struct side *s, int notify)
 {

@@ -33,17 +33,9 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#define MAX_INIT 16
+#include "nrma_try.h"
 
-#define TRY(call)                                                              \
-	do {                                                                   \
-		int rc_ = (int) (call);                                        \
-		if (rc_) {                                                     \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-				#call, fi_strerror(-rc_));                     \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#define MAX_INIT 16
 
 static long opt_init = 4, opt_ops = 2500000, opt_window = 16, opt_ring = 4096;
 

@@ -345,8 +345,10 @@ void nrma_cm_thread_unwatch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 /* How connection management reports to an endpoint. */
 extern const struct nrma_cm_ops nrma_progress_cm_ops;
 
-/* The protocol's entry points for fi_msg (nrma_msg.c) and fi_tagged. */
-/* No descriptors: a send registers what its receiver reads itself. */
+/*
+ * The protocol's entry points for fi_msg (nrma_msg.c) and fi_tagged.  A
+ * send takes no descriptors: it registers what its receiver reads itself.
+ */
 struct nrma_send_args {
 	const struct iovec *iov;
 	size_t count;

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* What the tools in util/ share: a libfabric call that must succeed. */
+#ifndef NRMA_TRY_H
+#define NRMA_TRY_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rdma/fi_errno.h>
+
+/* Exits, naming the call and its error, unless call returns 0. */
+#define TRY(call)                                                              \
+	do {                                                                   \
+		int rc_ = (int) (call);                                        \
+		if (rc_) {                                                     \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
+				#call, fi_strerror(-rc_));                     \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+#endif /* NRMA_TRY_H */
