@@ -29,6 +29,13 @@ static inline void *nrma_bufpool_buf(const struct nrma_bufpool *pool,
 	return pool->mem + (size_t) index * pool->buf_size;
 }
 
+/* The index of buf, the address of one of the pool's buffers. */
+static inline uint32_t nrma_bufpool_index(const struct nrma_bufpool *pool,
+					  const void *buf)
+{
+	return ((const char *) buf - pool->mem) / pool->buf_size;
+}
+
 static inline size_t nrma_bufpool_bytes(const struct nrma_bufpool *pool)
 {
 	return pool->count * pool->buf_size;

@@ -39,7 +39,7 @@ static inline void *nrma_token_slot(const struct nrma_token_table *table,
 static inline uint32_t nrma_token_index(const struct nrma_token_table *table,
 					const void *slot)
 {
-	return ((const char *) slot - table->slots.mem) / table->slots.buf_size;
+	return nrma_bufpool_index(&table->slots, slot);
 }
 
 static inline size_t nrma_token_count(const struct nrma_token_table *table)

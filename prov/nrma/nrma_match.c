@@ -39,11 +39,6 @@ static struct nrma_match_queue *match_queue(struct nrma_match *m, bool tagged)
 	return tagged ? &m->tagged : &m->msg;
 }
 
-static uint32_t match_index(const struct nrma_bufpool *pool, const void *entry)
-{
-	return ((const char *) entry - pool->mem) / pool->buf_size;
-}
-
 struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m)
 {
 	int64_t index = nrma_bufpool_get(&m->rx_entries);
@@ -61,7 +56,7 @@ void nrma_rx_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx)
 {
 	if (rx->released && !rx->reads)
 		nrma_bufpool_put(&m->rx_entries,
-				 match_index(&m->rx_entries, rx));
+				 nrma_bufpool_index(&m->rx_entries, rx));
 }
 
 void nrma_match_post(struct nrma_match *m, struct nrma_rx_entry *rx)
@@ -187,7 +182,7 @@ void nrma_unexp_free(struct nrma_match *m, struct nrma_unexp *unexp)
 	nrma_dlist_remove(&unexp->link);
 	unexp->claimed = false; /* a stale context finds nothing */
 	nrma_bufpool_put(&m->unexp_entries,
-			 match_index(&m->unexp_entries, unexp));
+			 nrma_bufpool_index(&m->unexp_entries, unexp));
 }
 
 void nrma_match_claim(struct nrma_unexp *unexp, void *context)

@@ -406,8 +406,7 @@ void nrma_stalled_retry(struct nrma_ep *ep)
 			s->conn->refs--;
 		recv_read_start(ep, op, recv_hdr(ep, s->buf), s);
 		nrma_rx_buf_release(ep, s->buf);
-		nrma_bufpool_put(&x->stalls, ((char *) s - x->stalls.mem) /
-						     x->stalls.buf_size);
+		nrma_bufpool_put(&x->stalls, nrma_bufpool_index(&x->stalls, s));
 	}
 }
 

@@ -142,6 +142,7 @@ static void test_buffer_addresses(void **state)
 		char *buf = nrma_bufpool_buf(&pool, i);
 
 		assert_ptr_equal(buf, pool.mem + (size_t) i * SIZE);
+		assert_int_equal(nrma_bufpool_index(&pool, buf), i);
 		memset(buf, 'a' + i, SIZE);
 	}
 	/* No buffer overwrote a neighbour. */
