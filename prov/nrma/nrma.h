@@ -13,7 +13,8 @@
  * locks further down the list:
  *   1. nrma_poll.lock: a poll set's members, or
  *      nrma_cm_thread.lock: held by control progress while it handles
- *      one endpoint's connection events
+ *      one endpoint's connection events (a device event takes the list
+ *      of threads' lock, then each thread's in turn)
  *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses
  *   3. nrma_ep.lock: an endpoint's data path and connections
  *   4. leaves, never held two at a time: nrma_cq.lock, nrma_cntr.lock,
@@ -81,6 +82,7 @@ struct nrma_params {
 	int wait_spin_us;	  /* busy-poll before a blocking wait sleeps */
 	size_t eager_size;	  /* largest message sent by copy */
 	size_t unexp_max;	  /* unexpected messages held per endpoint */
+	size_t credits;		  /* messages a peer may have in our buffers */
 	size_t qp_depth;	  /* send queue depth per connection */
 	bool notify_fence_always; /* fence every notification atomic */
 	int notify_wake_ms;	  /* sleep bound while remote atomics count */
@@ -233,6 +235,12 @@ void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
 void nrma_ep_set_progress(struct nrma_ep_set *set);
 /* Arms every endpoint; -FI_EAGAIN if one had work after all. */
 int nrma_ep_set_arm(struct nrma_ep_set *set);
+/*
+ * How long a wait on the set may sleep of left_ms (< 0: for ever): at most
+ * notify_wake_ms while an endpoint's sends wait for credits, which
+ * remote atomics give back without an event.
+ */
+int nrma_ep_set_sleep_ms(struct nrma_ep_set *set, int left_ms);
 
 /*
  * Completion queue: a ring of completions, errors among them in the order
@@ -335,9 +343,15 @@ int nrma_ep_arm(struct nrma_ep *ep);
 void nrma_ep_linger(struct nrma_ep *ep);
 /*
  * Control progress (nrma_progress.c): a domain's thread handles the
- * connection events of the endpoints it watches, from fi_enable on.
+ * connection events of the endpoints it watches, from fi_enable on, and
+ * the device's events: an endpoint that one breaks hears of it through
+ * report (err positive, prov_errno the ibv_event_type), which the
+ * domain's layer gives it.
  */
-int nrma_cm_thread_open(struct nrma_cm_thread **thread);
+typedef void (*nrma_async_report_fn)(struct nrma_ep *ep, int err,
+				     int prov_errno);
+int nrma_cm_thread_open(struct nrma_domain *domain, nrma_async_report_fn report,
+			struct nrma_cm_thread **thread);
 void nrma_cm_thread_close(struct nrma_cm_thread *thread);
 void nrma_cm_threads_stop(void);
 int nrma_cm_thread_watch(struct nrma_cm_thread *thread, struct nrma_ep *ep);

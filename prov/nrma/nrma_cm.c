@@ -133,6 +133,26 @@ static void cm_data_init(const struct nrma_cm *cm, struct nrma_cm_data *data,
 	nrma_cm_data_init(data, &cm->attr.name, cm->attr.notify_rkey, reason);
 }
 
+/* Connect and accept data: what a connection's peer needs of us. */
+static void cm_conn_data_init(const struct nrma_conn *conn,
+			      struct nrma_cm_data *data)
+{
+	cm_data_init(conn->cm, data, NRMA_REJECT_NONE);
+	data->credit_rkey = conn->credit_rkey;
+	data->credits_msg = (uint16_t) conn->rx_credit[NRMA_CREDIT_MSG].grant;
+	data->credits_ctl = (uint16_t) conn->rx_credit[NRMA_CREDIT_CTL].grant;
+}
+
+/* What the peer's connect or accept data grants us. */
+static void cm_conn_data_take(struct nrma_conn *conn,
+			      const struct nrma_cm_data *data)
+{
+	conn->notify_rkey = data->notify_rkey;
+	conn->peer_credit_rkey = data->credit_rkey;
+	conn->tx_credit[NRMA_CREDIT_MSG].grant = data->credits_msg;
+	conn->tx_credit[NRMA_CREDIT_CTL].grant = data->credits_ctl;
+}
+
 static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
 {
 	return nrma_cm_data_parse(ev->param.conn.private_data,
@@ -148,7 +168,9 @@ static struct rdma_conn_param cm_conn_param(const struct nrma_cm *cm,
 		.responder_resources = cm->attr.rd_atomic_depth,
 		.initiator_depth = cm->attr.rd_atomic_depth,
 		.retry_count = NRMA_RETRY_COUNT,
-		/* A receiver out of buffers slows senders down, forever. */
+		/* Credits keep receivers from running out of buffers; one
+		 * that did anyway (more peers than its buffers back, or a
+		 * peer that ignores its grant) slows its senders down. */
 		.rnr_retry_count = 7,
 	};
 }
@@ -167,6 +189,7 @@ static struct nrma_conn *conn_alloc(struct nrma_cm *cm, struct rdma_cm_id *id,
 	conn->outgoing = outgoing;
 	conn->state = NRMA_CONN_CONNECTING;
 	conn->fi_addr = FI_ADDR_NOTAVAIL;
+	nrma_dlist_init(&conn->send_queue);
 	id->context = conn;
 	nrma_conn_table_add(&cm->table, conn);
 	return conn;
@@ -184,6 +207,7 @@ static void conn_destroy(struct nrma_conn *conn)
 		nrma_verbs_qp_destroy(conn->qp);
 	if (conn->id)
 		rdma_destroy_id(conn->id);
+	conn->cm->attr.ops->conn_close(conn->cm->attr.arg, conn);
 	nrma_dlist_remove(&conn->link);
 	free(conn);
 }
@@ -270,6 +294,9 @@ static int conn_create_qp(struct nrma_conn *conn)
 	if (ret)
 		return ret;
 	conn->sq_free = cm->attr.sq_depth;
+	ret = cm->attr.ops->conn_open(cm->attr.arg, conn);
+	if (ret)
+		return ret;
 	return nrma_conn_table_map_qp(&cm->table, conn,
 				      nrma_verbs_qp_num(conn->qp));
 }
@@ -391,7 +418,7 @@ static void cm_on_route_resolved(struct nrma_conn *conn)
 		nrma_conn_fail(conn, ret);
 		return;
 	}
-	cm_data_init(conn->cm, &data, NRMA_REJECT_NONE);
+	cm_conn_data_init(conn, &data);
 	param = cm_conn_param(conn->cm, &data);
 	if (rdma_connect(conn->id, &param))
 		nrma_conn_fail(conn, -errno);
@@ -406,12 +433,13 @@ static void cm_on_established(struct nrma_conn *conn, struct rdma_cm_event *ev)
 	 * host's addresses), in our protocol. */
 	if (conn->outgoing &&
 	    (!data || nrma_cm_data_version(data) != NRMA_PROTOCOL_VERSION ||
+	     !nrma_cm_data_grants(data) ||
 	     data->name.sin_port != conn->peer.sin_port)) {
 		nrma_conn_fail(conn, -FI_EOTHER);
 		return;
 	}
 	if (conn->outgoing)
-		conn->notify_rkey = data->notify_rkey;
+		cm_conn_data_take(conn, data);
 	if (conn->state == NRMA_CONN_CONNECTING) {
 		conn->state = NRMA_CONN_CONNECTED;
 		conn->established = true;
@@ -471,7 +499,8 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 	struct rdma_conn_param param;
 	bool self;
 
-	if (!req || nrma_cm_data_version(req) != NRMA_PROTOCOL_VERSION) {
+	if (!req || nrma_cm_data_version(req) != NRMA_PROTOCOL_VERSION ||
+	    !nrma_cm_data_grants(req)) {
 		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
 	}
@@ -499,13 +528,17 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_ID;
 	}
-	conn->notify_rkey = req->notify_rkey;
+	cm_conn_data_take(conn, req);
 	conn->loopback = self;
 	if (existing)
 		cm_replace(conn, existing);
-	cm_data_init(cm, &data, NRMA_REJECT_NONE);
+	if (conn_create_qp(conn)) {
+		rdma_reject(ev->id, NULL, 0);
+		return NRMA_CM_DESTROY_CONN;
+	}
+	cm_conn_data_init(conn, &data);
 	param = cm_conn_param(cm, &data);
-	if (conn_create_qp(conn) || rdma_accept(ev->id, &param)) {
+	if (rdma_accept(ev->id, &param)) {
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_CONN;
 	}

@@ -19,10 +19,12 @@
 
 #include <rdma/fabric.h>
 
+#include "nrma_credit.h"
 #include "nrma_hash.h"
 #include "nrma_list.h"
 
 struct nrma_cm;
+struct nrma_notify_cell;
 struct nrma_verbs_domain;
 struct nrma_verbs_ep;
 struct nrma_verbs_qp;
@@ -55,6 +57,17 @@ struct nrma_conn {
 	size_t acks_owed; /* ACKs waiting for room to go to the peer */
 	bool probing;	  /* a probe is on its way (nrma_probe) */
 	bool retired;	  /* replaced or given up: freed once unused */
+	/* Flow control (nrma_credit.c), by enum nrma_credit_class. */
+	struct nrma_credit_tx tx_credit[NRMA_CREDIT_CLASSES];
+	struct nrma_credit_rx rx_credit[NRMA_CREDIT_CLASSES];
+	struct nrma_notify_cell *credit_cell; /* where the peer gives back */
+	uint32_t credit_rkey;		      /* its rkey, for our data */
+	uint32_t peer_credit_rkey;	      /* where we give back */
+	bool credit_returning;		      /* our atomics are on the way */
+	bool credit_owed; /* on the endpoint's list of those to return */
+	struct nrma_dlist owed_link;
+	struct nrma_dlist send_queue;	/* sends waiting for credits */
+	struct nrma_dlist blocked_link; /* on the endpoint's list of those */
 };
 
 /* An endpoint's connections (nrma_conn.c); no rdmacm in it. */
@@ -109,6 +122,10 @@ struct nrma_cm_ops {
 	void (*drain)(void *arg);
 	/* Is conn's peer still there?  If not, conn fails soon. */
 	void (*probe)(void *arg, struct nrma_conn *conn);
+	/* Before conn says hello: its credits (grants, credit_rkey). */
+	int (*conn_open)(void *arg, struct nrma_conn *conn);
+	/* conn is being freed: nothing uses it any more. */
+	void (*conn_close)(void *arg, struct nrma_conn *conn);
 };
 
 /* Fixed when the endpoint is enabled. */

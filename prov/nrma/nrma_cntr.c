@@ -217,15 +217,16 @@ static long elapsed_us(const struct timespec *start)
 /*
  * Polls for wait_spin_us, then sleeps on the wait object; any local update
  * to the counter wakes it.  Remote atomics wake nobody, so a counter that
- * watches notification words sleeps at most notify_wake_ms at a time.  A new
+ * watches notification words, or whose endpoints' sends wait for credits,
+ * sleeps at most notify_wake_ms at a time.  A new
  * error ends the wait with -FI_EAVAIL.
  */
 static int sleep_bound(struct nrma_cntr *cntr, int left_ms)
 {
-	if (!cntr_remote(cntr) ||
-	    (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
-		return left_ms;
-	return nrma_params.notify_wake_ms;
+	if (cntr_remote(cntr) &&
+	    (left_ms < 0 || left_ms > nrma_params.notify_wake_ms))
+		return nrma_params.notify_wake_ms;
+	return nrma_ep_set_sleep_ms(&cntr->eps, left_ms);
 }
 
 static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
@@ -268,8 +269,9 @@ int nrma_cntr_trywait(struct nrma_cntr *cntr)
 	int ret;
 
 	nrma_ep_set_progress(&cntr->eps);
-	/* Remote atomics raise no event: such a counter must be polled. */
-	if (cntr_remote(cntr))
+	/* Remote atomics raise no event: such a counter must be polled, and
+	 * so must one whose endpoints' sends wait for credits. */
+	if (cntr_remote(cntr) || nrma_ep_set_sleep_ms(&cntr->eps, -1) >= 0)
 		return -FI_EAGAIN;
 	ret = nrma_ep_set_arm(&cntr->eps);
 	/* Every local change signals the fd: one drained now wakes on the next. */

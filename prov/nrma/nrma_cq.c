@@ -161,6 +161,7 @@ static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	struct timespec start;
 	bool woken = false;
 	ssize_t ret;
+	int left;
 
 	if (cq->wait.type == FI_WAIT_NONE)
 		return -FI_EINVAL;
@@ -174,8 +175,11 @@ static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			return ret;
 		if (nrma_ep_set_arm(&cq->eps))
 			continue;
+		left = nrma_timeout_left(&start, timeout);
 		ret = nrma_wait_block(&cq->wait,
-				      nrma_timeout_left(&start, timeout));
+				      nrma_ep_set_sleep_ms(&cq->eps, left));
+		if (ret == -FI_ETIMEDOUT && nrma_timeout_left(&start, timeout))
+			continue; /* a short sleep, for credits */
 		if (ret == -FI_ETIMEDOUT)
 			return nrma_cq_readfrom(cq_fid, buf, count, src_addr);
 		if (ret)
@@ -234,6 +238,9 @@ int nrma_cq_trywait(struct nrma_cq *cq)
 	ret = nrma_ep_set_arm(&cq->eps);
 	if (ret)
 		return ret;
+	/* Credits come back without an event: keep polling until then. */
+	if (nrma_ep_set_sleep_ms(&cq->eps, -1) >= 0)
+		return -FI_EAGAIN;
 	pthread_mutex_lock(&cq->lock);
 	if (cq_ready(cq)) {
 		ret = -FI_EAGAIN;

@@ -65,6 +65,26 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.endpoint2 = nrma_no_endpoint2,
 };
 
+/*
+ * A device event broke ep (its queue pair to a peer, its completion
+ * queue, or the device): the endpoint's EQ, else the domain's, says so.
+ */
+static void domain_async_report(struct nrma_ep *ep, int err, int prov_errno)
+{
+	struct nrma_eq *eq = ep->eq ? ep->eq : ep->domain->eq;
+	struct fi_eq_err_entry entry = {
+		.fid = &ep->ep_fid.fid,
+		.context = ep->ep_fid.fid.context,
+		.err = err,
+		.prov_errno = prov_errno,
+	};
+
+	NRMA_WARN(FI_LOG_EP_CTRL, "endpoint broken by a device event: %s\n",
+		  fi_strerror(err));
+	if (eq && nrma_eq_report_err(eq, &entry))
+		NRMA_WARN(FI_LOG_EQ, "EQ full: device event not reported\n");
+}
+
 static int domain_resources_open(struct nrma_domain *domain,
 				 const struct nrma_device *dev)
 {
@@ -76,13 +96,13 @@ static int domain_resources_open(struct nrma_domain *domain,
 			       &domain->notify);
 	if (ret)
 		goto err_verbs;
-	ret = nrma_cm_thread_open(&domain->cm_thread);
+	ret = nrma_cm_thread_open(domain, domain_async_report,
+				  &domain->cm_thread);
 	if (ret)
 		goto err_notify;
 	return 0;
 
 err_notify:
-	nrma_cm_thread_close(domain->cm_thread);
 	nrma_notify_close(domain->notify);
 err_verbs:
 	nrma_verbs_domain_close(domain->verbs);

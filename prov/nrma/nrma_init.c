@@ -17,6 +17,7 @@ struct nrma_params nrma_params = {
 	.wait_spin_us = 50,
 	.eager_size = 8192,
 	.unexp_max = 256,
+	.credits = 16,
 	.qp_depth = 64,
 	.notify_wake_ms = 1,
 };
@@ -76,6 +77,10 @@ static void nrma_define_params(void)
 		"Unexpected messages an endpoint holds before senders are slowed down (default: %zu)",
 		nrma_params.unexp_max);
 	fi_param_define(
+		&nrma_prov, "credits", FI_PARAM_SIZE_T,
+		"Messages each peer may have in an endpoint's receive buffers before its sends wait (default: %zu)",
+		nrma_params.credits);
+	fi_param_define(
 		&nrma_prov, "qp_depth", FI_PARAM_SIZE_T,
 		"Send queue depth of the queue pair of each connected peer (default: %zu)",
 		nrma_params.qp_depth);
@@ -102,6 +107,7 @@ static void nrma_read_params(void)
 	fi_param_get_int(&nrma_prov, "wait_spin_us", &nrma_params.wait_spin_us);
 	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
 	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);
+	fi_param_get_size_t(&nrma_prov, "credits", &nrma_params.credits);
 	fi_param_get_size_t(&nrma_prov, "qp_depth", &nrma_params.qp_depth);
 	fi_param_get_int(&nrma_prov, "notify_wake_ms",
 			 &nrma_params.notify_wake_ms);

@@ -113,6 +113,25 @@ int nrma_ep_set_arm(struct nrma_ep_set *set)
 	return ret;
 }
 
+int nrma_ep_set_sleep_ms(struct nrma_ep_set *set, int left_ms)
+{
+	bool polled = false;
+
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->count && !polled; i++) {
+		struct nrma_ep *ep = set->eps[i];
+
+		pthread_mutex_lock(&ep->lock);
+		polled = ep->enabled &&
+			 !nrma_dlist_empty(&ep->xfer->blocked_conns);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	pthread_mutex_unlock(&set->lock);
+	if (!polled || (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
+		return left_ms;
+	return nrma_params.notify_wake_ms;
+}
+
 /* Work completions */
 
 static void progress_send_wc(struct nrma_ep *ep, struct nrma_op *op)
@@ -158,6 +177,9 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		op->conn->probing = false;
 		nrma_op_free(ep->xfer, op);
 		break;
+	case NRMA_OP_CREDIT:
+		nrma_credit_returned(ep, op);
+		break;
 	}
 }
 
@@ -175,8 +197,14 @@ static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 	if (conn)
 		nrma_conn_heard(conn);
 	if (wc->op == NRMA_WC_RECV_IMM) {
+		bool kept = !conn || nrma_credit_arrived(ep, conn, buf,
+							 NRMA_CREDIT_CTL, NULL);
+
 		nrma_rx_buf_release(ep, buf);
-		nrma_rma_write_data(ep, wc, conn);
+		if (kept)
+			nrma_rma_write_data(ep, wc, conn);
+		else
+			nrma_conn_fail(conn, -FI_EIO); /* past its credits */
 		return;
 	}
 	nrma_recv_message(ep, buf, wc->len, conn);
@@ -206,6 +234,7 @@ int nrma_progress_poll(struct nrma_ep *ep)
 	nrma_stalled_retry(ep);
 	nrma_reads_retry(ep);
 	nrma_acks_retry(ep);
+	nrma_credit_progress(ep);
 	nrma_send_check_peers(ep);
 	return n > 0 ? n : 0;
 }
@@ -272,7 +301,10 @@ struct nrma_cm_thread {
 	pthread_t thread;
 	pthread_mutex_t lock; /* held while it handles an endpoint */
 	int epoll_fd;
-	int stop_fd;	      /* in the epoll set with a NULL ptr */
+	int stop_fd; /* in the epoll set with a NULL ptr */
+	/* The device's events: in the epoll set with the thread's ptr. */
+	struct nrma_verbs_domain *vdom;
+	nrma_async_report_fn report;
 	struct nrma_ep **eps; /* the endpoints it watches */
 	size_t count;
 	struct nrma_dlist running; /* in progress_threads while it runs */
@@ -309,6 +341,76 @@ static void progress_thread_handle(struct nrma_cm_thread *t, struct nrma_ep *ep)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* What a device event means for one endpoint on its device. */
+static void progress_device_event_ep(struct nrma_cm_thread *t,
+				     struct nrma_ep *ep,
+				     const struct nrma_verbs_event *ev)
+{
+	struct nrma_conn *conn;
+	int err = 0;
+
+	pthread_mutex_lock(&ep->lock);
+	switch (ev->kind) {
+	case NRMA_VERBS_EVENT_QP:
+		conn = nrma_conn_by_qp(ep->cm, ev->qp_num);
+		if (conn) {
+			nrma_conn_fail(conn, -FI_EIO);
+			err = FI_EIO;
+		}
+		break;
+	case NRMA_VERBS_EVENT_EP:
+		/* Completions are lost: the endpoint is of no more use. */
+		if (ep->verbs == ev->vep)
+			err = FI_EOVERRUN;
+		break;
+	case NRMA_VERBS_EVENT_DEVICE:
+		err = FI_EIO;
+		break;
+	case NRMA_VERBS_EVENT_OTHER:
+		break;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	if (err)
+		t->report(ep, err, ev->type);
+}
+
+/*
+ * The device context is shared by every domain on the device, whose
+ * threads all watch its events: the one that reads an event hands it to
+ * the endpoints of all of them.
+ */
+static void progress_device_event(struct nrma_cm_thread *reader,
+				  const struct nrma_verbs_event *ev)
+{
+	struct nrma_dlist *item;
+	pid_t self = getpid();
+
+	NRMA_INFO(FI_LOG_DOMAIN, "device event: %s\n",
+		  nrma_verbs_event_str(ev->type));
+	pthread_mutex_lock(&progress_threads_lock);
+	nrma_dlist_foreach (&progress_threads, item) {
+		struct nrma_cm_thread *t =
+			nrma_container_of(item, struct nrma_cm_thread, running);
+
+		if (t->pid != self ||
+		    !nrma_verbs_domain_same_device(t->vdom, reader->vdom))
+			continue;
+		pthread_mutex_lock(&t->lock);
+		for (size_t i = 0; i < t->count; i++)
+			progress_device_event_ep(t, t->eps[i], ev);
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&progress_threads_lock);
+}
+
+static void progress_device_events(struct nrma_cm_thread *t)
+{
+	struct nrma_verbs_event ev;
+
+	while (!nrma_verbs_domain_event(t->vdom, &ev))
+		progress_device_event(t, &ev);
+}
+
 static void *progress_thread_main(void *arg)
 {
 	struct nrma_cm_thread *t = arg;
@@ -326,7 +428,10 @@ static void *progress_thread_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			if (!ev[i].data.ptr)
 				return NULL;
-			progress_thread_handle(t, ev[i].data.ptr);
+			if (ev[i].data.ptr == t)
+				progress_device_events(t);
+			else
+				progress_thread_handle(t, ev[i].data.ptr);
 		}
 	}
 }
@@ -391,7 +496,24 @@ static void progress_thread_free(struct nrma_cm_thread *t)
 	free(t);
 }
 
-int nrma_cm_thread_open(struct nrma_cm_thread **thread)
+static int progress_thread_fds(struct nrma_cm_thread *t)
+{
+	int event_fd;
+
+	t->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	t->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (t->epoll_fd < 0 || t->stop_fd < 0)
+		return -errno;
+	event_fd = nrma_verbs_domain_event_fd(t->vdom);
+	if (event_fd < 0)
+		return event_fd;
+	if (progress_epoll_add(t->epoll_fd, t->stop_fd, NULL))
+		return -errno;
+	return progress_epoll_add(t->epoll_fd, event_fd, t);
+}
+
+int nrma_cm_thread_open(struct nrma_domain *domain, nrma_async_report_fn report,
+			struct nrma_cm_thread **thread)
 {
 	struct nrma_cm_thread *t = calloc(1, sizeof(*t));
 	int ret;
@@ -400,11 +522,9 @@ int nrma_cm_thread_open(struct nrma_cm_thread **thread)
 		return -FI_ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
 	nrma_dlist_init(&t->running);
-	t->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	t->stop_fd = eventfd(0, EFD_CLOEXEC);
-	ret = t->epoll_fd < 0 || t->stop_fd < 0 ?
-		      -errno :
-		      progress_epoll_add(t->epoll_fd, t->stop_fd, NULL);
+	t->vdom = domain->verbs;
+	t->report = report;
+	ret = progress_thread_fds(t);
 	if (!ret)
 		ret = progress_thread_start(t);
 	if (ret) {
@@ -504,8 +624,21 @@ static void progress_probe(void *arg, struct nrma_conn *conn)
 	nrma_probe(arg, conn);
 }
 
+static int progress_conn_open(void *arg, struct nrma_conn *conn)
+{
+	return nrma_credit_conn_open(arg, conn);
+}
+
+static void progress_conn_close(void *arg, struct nrma_conn *conn)
+{
+	(void) arg;
+	nrma_credit_conn_close(conn);
+}
+
 const struct nrma_cm_ops nrma_progress_cm_ops = {
 	.conn_failed = progress_conn_failed,
 	.drain = progress_drain,
 	.probe = progress_probe,
+	.conn_open = progress_conn_open,
+	.conn_close = progress_conn_close,
 };

@@ -32,6 +32,11 @@ const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len)
 	return data;
 }
 
+bool nrma_cm_data_grants(const struct nrma_cm_data *data)
+{
+	return data->credit_rkey && data->credits_msg && data->credits_ctl;
+}
+
 uint16_t nrma_cm_data_version(const struct nrma_cm_data *data)
 {
 	return ntohs(data->version);

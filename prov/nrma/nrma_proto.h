@@ -4,9 +4,14 @@
  *
  * A connection's private data (rdmacm connect, accept and reject) says
  * who the sender is and where peers bump its notification counters.
- * Every message starts with a struct nrma_hdr: an eager one carries its
- * payload behind it, a rendezvous one the segments the receiver reads
- * with RDMA read, and an ACK names the sender's operation it completes.
+ * It also grants the peer credits (src/nrma_credit.h): receive buffers
+ * kept for its messages and for its ACKs and writes with immediate data,
+ * and names a credit cell, whose two words the peer bumps with
+ * fetch-and-add to give credits back.  Every message starts with a
+ * struct nrma_hdr, which gives credits back too: an eager one carries
+ * its payload behind it, a rendezvous one the segments the receiver
+ * reads with RDMA read, and an ACK names the sender's operation it
+ * completes.
  * Notification counters are 64-bit words that peers bump with a verbs
  * fetch-and-add at fixed remote addresses under a cell's rkey.
  *
@@ -17,10 +22,11 @@
 #define NRMA_PROTO_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION 3
+#define NRMA_PROTOCOL_VERSION 4
 
 /* iovs per operation, and so rendezvous segments per message */
 #define NRMA_IOV_LIMIT 4
@@ -41,6 +47,9 @@ struct nrma_cm_data {
 	uint16_t reject_reason;	 /* network byte order */
 	struct sockaddr_in name; /* the sender endpoint's name */
 	uint32_t notify_rkey;	 /* its endpoint cell, 0: none */
+	uint32_t credit_rkey;	 /* the connection's credit cell */
+	uint16_t credits_msg;	 /* buffers kept for the peer's messages */
+	uint16_t credits_ctl;	 /* and for its ACKs and write data */
 };
 
 _Static_assert(sizeof(struct nrma_cm_data) <= 56, "rdmacm REQ private data");
@@ -50,6 +59,8 @@ void nrma_cm_data_init(struct nrma_cm_data *data,
 		       enum nrma_reject_reason reason);
 /* The private data in buf if it is nrma's (of any version), else NULL. */
 const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len);
+/* Whether connect or accept data grants credits and names their cell. */
+bool nrma_cm_data_grants(const struct nrma_cm_data *data);
 uint16_t nrma_cm_data_version(const struct nrma_cm_data *data);
 enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data);
 
@@ -74,6 +85,9 @@ struct nrma_hdr {
 	uint64_t token; /* the sender's operation, for ACK */
 	uint64_t len;	/* message length */
 	uint64_t tag;
+	uint16_t credits_msg; /* given back: buffers of our messages */
+	uint16_t credits_ctl; /* and of our ACKs and write data */
+	uint32_t reserved2;
 };
 
 struct nrma_rndv_seg {
@@ -95,5 +109,8 @@ int nrma_hdr_check(const void *buf, size_t len);
 /* Remote addresses of a notification cell's words. */
 #define NRMA_NOTIFY_WRITE_ADDR 0
 #define NRMA_NOTIFY_READ_ADDR  8
+/* A credit cell's: credits given back for messages, for the rest. */
+#define NRMA_CREDIT_MSG_ADDR   NRMA_NOTIFY_WRITE_ADDR
+#define NRMA_CREDIT_CTL_ADDR   NRMA_NOTIFY_READ_ADDR
 
 #endif /* NRMA_PROTO_H */

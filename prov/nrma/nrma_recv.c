@@ -104,10 +104,12 @@ void nrma_srq_refill(struct nrma_ep *ep)
 	}
 }
 
+/* The buffer goes back on the queue before its credit goes back. */
 void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf)
 {
 	nrma_bufpool_put(&ep->xfer->rx_bufs, buf);
 	nrma_srq_refill(ep);
+	nrma_credit_released(ep, buf);
 }
 
 static const struct nrma_hdr *recv_hdr(struct nrma_ep *ep, uint32_t buf)
@@ -127,9 +129,13 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_op *op;
 	int ret;
 
-	op = nrma_op_alloc_buf(x, NRMA_OP_ACK, conn);
-	if (!op)
+	if (!nrma_credit_take(conn, NRMA_CREDIT_CTL))
 		return -FI_EAGAIN;
+	op = nrma_op_alloc_buf(x, NRMA_OP_ACK, conn);
+	if (!op) {
+		nrma_credit_untake(conn, NRMA_CREDIT_CTL);
+		return -FI_EAGAIN;
+	}
 	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
 	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_ACK,
 				  .token = token,
@@ -138,11 +144,13 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	wr = (struct nrma_wr){ .op = NRMA_WR_SEND,
 			       .sge = &sge,
 			       .sge_count = 1 };
-	ret = nrma_op_post(x, op, &wr, 1);
-	if (ret)
+	ret = nrma_credit_post(x, op, hdr, &wr);
+	if (ret) {
+		nrma_credit_untake(conn, NRMA_CREDIT_CTL);
 		nrma_op_free(x, op);
-	else
+	} else {
 		x->acks++;
+	}
 	return ret;
 }
 
@@ -179,8 +187,8 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
 }
 
 /*
- * A peer whose send queue is full waits; the others' ACKs go ahead.  Out
- * of operations or buffers, all wait.
+ * A peer whose send queue is full, or who has no credit for us, waits;
+ * the others' ACKs go ahead.  Out of operations or buffers, all wait.
  */
 void nrma_acks_retry(struct nrma_ep *ep)
 {
@@ -193,7 +201,8 @@ void nrma_acks_retry(struct nrma_ep *ep)
 
 		item = item->next;
 		if (conn->state == NRMA_CONN_CONNECTED) {
-			if (!conn->sq_free)
+			if (!conn->sq_free ||
+			    !nrma_credit_has(conn, NRMA_CREDIT_CTL))
 				continue;
 			if (recv_ack_post(ep, conn, pending->token,
 					  pending->failed) == -FI_EAGAIN)
@@ -487,7 +496,10 @@ static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
 	nrma_srq_refill(ep);
 }
 
-/* A peer that sends what nrma does not send is not talked to any more. */
+/*
+ * A peer that sends what nrma does not send, or more than its credits,
+ * is not talked to any more.
+ */
 static void recv_malformed(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 			   struct nrma_conn *conn)
 {
@@ -504,7 +516,12 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
 	struct nrma_rx_entry *rx;
 
-	if (nrma_hdr_check(hdr, len)) {
+	if (nrma_hdr_check(hdr, len) ||
+	    (conn &&
+	     !nrma_credit_arrived(ep, conn, buf,
+				  hdr->op == NRMA_HDR_ACK ? NRMA_CREDIT_CTL :
+							    NRMA_CREDIT_MSG,
+				  hdr))) {
 		recv_malformed(ep, buf, len, conn);
 		return;
 	}

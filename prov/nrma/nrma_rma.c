@@ -145,21 +145,30 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
 	struct nrma_wr wr[3];
 	struct nrma_op *op;
+	/* Immediate data takes a receive buffer at the peer: a credit. */
+	bool imm = (a->flags & (FI_READ | FI_REMOTE_CQ_DATA)) ==
+		   FI_REMOTE_CQ_DATA;
 	int n;
 
-	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
-	if (!op)
+	if (imm && !nrma_credit_take(conn, NRMA_CREDIT_CTL))
 		return -FI_EAGAIN;
-	op->context = a->context;
-	op->len = len;
-	op->flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
-		    nrma_tx_comp_flags(ep, a->flags, a->silent);
-	n = rma_local(ep, op, a, sge);
+	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
+	n = -FI_EAGAIN;
+	if (op) {
+		op->context = a->context;
+		op->len = len;
+		op->flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
+			    nrma_tx_comp_flags(ep, a->flags, a->silent);
+		n = rma_local(ep, op, a, sge);
+	}
 	if (n >= 0)
 		n = nrma_op_post(x, op, wr,
 				 rma_wrs(op, a, sge, n, &scratch, wr));
 	if (n) {
-		nrma_op_free(x, op);
+		if (imm)
+			nrma_credit_untake(conn, NRMA_CREDIT_CTL);
+		if (op)
+			nrma_op_free(x, op);
 		return n;
 	}
 	x->sends++;

@@ -68,16 +68,39 @@ static void send_fill_hdr(struct nrma_xfer *x, struct nrma_op *op,
 	}
 }
 
+/* What goes on the wire: the header, and an eager payload or segments. */
+static size_t send_wire_len(const struct nrma_hdr *hdr)
+{
+	return sizeof(*hdr) +
+	       (hdr->op == NRMA_HDR_EAGER ?
+			hdr->len :
+			hdr->seg_count * sizeof(struct nrma_rndv_seg));
+}
+
+/* Posts a send whose credit is taken. */
+static int send_go(struct nrma_xfer *x, struct nrma_op *op)
+{
+	struct nrma_hdr *hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
+	struct nrma_sge sge = nrma_tx_buf_sge(x, op, send_wire_len(hdr));
+	struct nrma_wr wr = { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
+	int ret;
+
+	ret = nrma_credit_post(x, op, hdr, &wr);
+	if (ret)
+		nrma_credit_untake(op->conn, NRMA_CREDIT_MSG);
+	else
+		op->sent_ms = nrma_now_ms();
+	return ret;
+}
+
 static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			 const void *args, size_t msg_len)
 {
 	const struct nrma_send_args *a = args;
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_hdr *hdr;
-	struct nrma_sge sge;
-	struct nrma_wr wr;
 	struct nrma_op *op;
-	int len;
+	int ret;
 
 	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, true);
 	if (!op)
@@ -88,22 +111,20 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		    nrma_tx_comp_flags(ep, a->flags, a->silent);
 	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
 	send_fill_hdr(x, op, hdr, a, msg_len);
-	len = msg_len <= x->eager_size ? (int) send_fill_eager(op, hdr, a) :
+	ret = msg_len <= x->eager_size ? (int) send_fill_eager(op, hdr, a) :
 					 send_fill_rndv(ep, op, hdr, a);
-	if (len < 0) {
-		nrma_op_free(x, op);
-		return len;
+	if (ret >= 0) {
+		/* In order behind those already waiting for credits. */
+		if (nrma_credit_send_waits(conn) ||
+		    !nrma_credit_take(conn, NRMA_CREDIT_MSG))
+			nrma_credit_queue_send(ep, op, false);
+		else
+			ret = send_go(x, op);
 	}
-	sge = nrma_tx_buf_sge(x, op, len);
-	wr = (struct nrma_wr){ .op = NRMA_WR_SEND,
-			       .sge = &sge,
-			       .sge_count = 1 };
-	len = nrma_op_post(x, op, &wr, 1);
-	if (len) {
+	if (ret < 0) {
 		nrma_op_free(x, op);
-		return len;
+		return ret;
 	}
-	op->sent_ms = nrma_now_ms();
 	x->sends++;
 	return 0;
 }
@@ -153,7 +174,10 @@ int64_t nrma_now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-/* At most every NRMA_ACK_PROBE_MS: a scan of the operations. */
+/*
+ * At most every NRMA_ACK_PROBE_MS: a scan of the operations.  Sends that
+ * wait for credits have their peer probed too: one that died gives none.
+ */
 void nrma_send_check_peers(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
@@ -166,25 +190,62 @@ void nrma_send_check_peers(struct nrma_ep *ep)
 		struct nrma_op *op = nrma_op_at(x, i);
 
 		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_SEND &&
-		    op->ack_pending && !op->wc_pending &&
+		    (op->ack_pending || op->queued) && !op->wc_pending &&
 		    now - op->sent_ms >= NRMA_ACK_PROBE_MS)
 			nrma_probe(ep, op->conn);
 	}
 }
 
-/* Sends waiting for ACKs over a connection that failed will never get them. */
+/* A send that will not complete, with its error (positive). */
+static void send_fail(struct nrma_ep *ep, struct nrma_op *op, int error)
+{
+	op->ack_pending = false;
+	if (!op->error)
+		op->error = error;
+	nrma_send_finish(ep, op);
+}
+
+/* Sends that waited for credits go, in order, while credits last. */
+void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_op *op;
+
+	while ((op = nrma_credit_queued(conn)) && conn->sq_free &&
+	       nrma_credit_take(conn, NRMA_CREDIT_MSG)) {
+		int ret;
+
+		/* Off the queue first: a post that fails the connection
+		 * fails what waits on it. */
+		nrma_credit_unqueue(op);
+		ret = send_go(ep->xfer, op);
+		if (ret == -FI_EAGAIN) {
+			nrma_credit_queue_send(ep, op, true);
+			return;
+		}
+		if (ret)
+			send_fail(ep, op, -ret);
+	}
+}
+
+/*
+ * Sends waiting for credits or ACKs over a connection that failed will
+ * never get them.
+ */
 void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer *x = ep->xfer;
+	struct nrma_op *op;
+
+	while ((op = nrma_credit_queued(conn))) {
+		nrma_credit_unqueue(op);
+		send_fail(ep, op, FI_ECONNRESET);
+	}
 
 	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
 		struct nrma_op *op = nrma_op_at(x, i);
 
-		if (!nrma_token_in_use(&x->ops, i) || op->conn != conn ||
-		    op->kind != NRMA_OP_SEND || !op->ack_pending)
-			continue;
-		op->ack_pending = false;
-		op->error = FI_ECONNRESET;
-		nrma_send_finish(ep, op);
+		if (nrma_token_in_use(&x->ops, i) && op->conn == conn &&
+		    op->kind == NRMA_OP_SEND && op->ack_pending)
+			send_fail(ep, op, FI_ECONNRESET);
 	}
 }

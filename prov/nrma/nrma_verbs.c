@@ -179,6 +179,65 @@ err:
 	return ret;
 }
 
+bool nrma_verbs_domain_same_device(const struct nrma_verbs_domain *a,
+				   const struct nrma_verbs_domain *b)
+{
+	return a->ctx == b->ctx;
+}
+
+int nrma_verbs_domain_event_fd(struct nrma_verbs_domain *vd)
+{
+	int fd = vd->ctx->async_fd;
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK))
+		return -errno;
+	return fd;
+}
+
+static enum nrma_verbs_event_kind verbs_event_kind(enum ibv_event_type type)
+{
+	switch (type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+		return NRMA_VERBS_EVENT_QP;
+	case IBV_EVENT_CQ_ERR:
+	case IBV_EVENT_SRQ_ERR:
+		return NRMA_VERBS_EVENT_EP;
+	case IBV_EVENT_DEVICE_FATAL:
+		return NRMA_VERBS_EVENT_DEVICE;
+	default:
+		return NRMA_VERBS_EVENT_OTHER;
+	}
+}
+
+int nrma_verbs_domain_event(struct nrma_verbs_domain *vd,
+			    struct nrma_verbs_event *event)
+{
+	struct ibv_async_event ev;
+
+	if (ibv_get_async_event(vd->ctx, &ev))
+		return errno == EAGAIN ? -FI_EAGAIN : -errno;
+	*event = (struct nrma_verbs_event){
+		.kind = verbs_event_kind(ev.event_type),
+		.type = ev.event_type,
+	};
+	if (event->kind == NRMA_VERBS_EVENT_QP)
+		event->qp_num = ev.element.qp->qp_num;
+	else if (ev.event_type == IBV_EVENT_CQ_ERR)
+		event->vep = ev.element.cq->cq_context;
+	else if (ev.event_type == IBV_EVENT_SRQ_ERR)
+		event->vep = ev.element.srq->srq_context;
+	ibv_ack_async_event(&ev);
+	return 0;
+}
+
+const char *nrma_verbs_event_str(int type)
+{
+	return ibv_event_type_str(type);
+}
+
 void nrma_verbs_domain_close(struct nrma_verbs_domain *vd)
 {
 	ibv_dealloc_pd(vd->pd);
@@ -311,6 +370,7 @@ int nrma_verbs_ep_open(struct nrma_verbs_domain *vd, size_t cq_size,
 	ve = calloc(1, sizeof(*ve));
 	if (!ve)
 		return -FI_ENOMEM;
+	srq_attr.srq_context = ve; /* device events name it */
 	ve->channel = ibv_create_comp_channel(vd->ctx);
 	if (!ve->channel)
 		goto err;

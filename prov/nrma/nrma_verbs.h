@@ -123,6 +123,33 @@ int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
 			     const struct nrma_sge *sge);
 
+/*
+ * Device events (ibv_get_async_event) on a domain's device, decoded: the
+ * device context is rdmacm's, shared by every domain on the device.
+ */
+enum nrma_verbs_event_kind {
+	NRMA_VERBS_EVENT_OTHER,	 /* nothing to do */
+	NRMA_VERBS_EVENT_QP,	 /* a queue pair broke: qp_num */
+	NRMA_VERBS_EVENT_EP,	 /* an endpoint's CQ or SRQ broke: vep */
+	NRMA_VERBS_EVENT_DEVICE, /* the device is gone */
+};
+
+struct nrma_verbs_event {
+	enum nrma_verbs_event_kind kind;
+	int type; /* the ibv_event_type: prov_errno of its EQ entry */
+	uint32_t qp_num;
+	const struct nrma_verbs_ep *vep;
+};
+
+bool nrma_verbs_domain_same_device(const struct nrma_verbs_domain *a,
+				   const struct nrma_verbs_domain *b);
+/* Readable when device events wait; non-blocking. */
+int nrma_verbs_domain_event_fd(struct nrma_verbs_domain *vd);
+/* The next device event, or -FI_EAGAIN if none waits. */
+int nrma_verbs_domain_event(struct nrma_verbs_domain *vd,
+			    struct nrma_verbs_event *event);
+const char *nrma_verbs_event_str(int type);
+
 /* prov_errno in our error completions is an ibv_wc_status. */
 const char *nrma_verbs_status_str(int prov_errno);
 /* The libfabric error (positive) that best describes an ibv_wc_status. */

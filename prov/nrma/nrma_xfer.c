@@ -311,6 +311,23 @@ static fi_addr_t xfer_match_peer_addr(void *arg, void *peer)
 	return nrma_peer_fi_addr(arg, peer);
 }
 
+/*
+ * A peer's grant for ACKs and writes with immediate data is half that
+ * for messages; at most UINT16_MAX each (the wire has 16 bits), and
+ * together at most the buffers.
+ */
+static void xfer_credits_init(struct nrma_xfer *x, size_t rx_bufs)
+{
+	size_t msg = nrma_params.credits;
+
+	if (msg > rx_bufs / 2)
+		msg = rx_bufs / 2;
+	if (msg > UINT16_MAX)
+		msg = UINT16_MAX;
+	x->credits_msg = msg ? msg : 1;
+	x->credits_ctl = msg / 2 ? msg / 2 : 1;
+}
+
 static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 {
 	size_t tx = ep->info->tx_attr->size, rx = ep->info->rx_attr->size;
@@ -324,6 +341,7 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 		      (x->eager_size > rndv_size ? x->eager_size : rndv_size);
 	x->sends_max = tx;
 	x->srq_target = rx;
+	xfer_credits_init(x, rx_bufs);
 	/* Small RMA reads land in bounce buffers too: FI_RECV for local write. */
 	ret = xfer_register_pool(ep, &x->tx_bufs, tx + rx, x->buf_size,
 				 FI_SEND | FI_RECV, &x->tx_mr);
@@ -343,6 +361,8 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 					sizeof(struct nrma_stalled_read));
 	if (!ret)
 		ret = xfer_scratch_init(ep, x);
+	if (!ret && !(x->rx_owner = calloc(rx_bufs, sizeof(*x->rx_owner))))
+		ret = -FI_ENOMEM;
 	return ret;
 }
 
@@ -369,6 +389,8 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->pending_acks);
 	nrma_dlist_init(&x->pending_reads);
 	nrma_dlist_init(&x->stalled_reads);
+	nrma_dlist_init(&x->blocked_conns);
+	nrma_dlist_init(&x->credit_owed);
 	ep->xfer = x;
 	ret = xfer_pools_init(ep, x);
 	if (ret) {
@@ -408,6 +430,7 @@ void nrma_xfer_close(struct nrma_ep *ep)
 	nrma_token_table_fini(&x->ops);
 	nrma_match_fini(&x->match);
 	nrma_bufpool_fini(&x->stalls);
+	free(x->rx_owner);
 	free(x);
 	ep->xfer = NULL;
 }

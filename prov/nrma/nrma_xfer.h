@@ -14,9 +14,12 @@
  * receiver sends once the data is in the application's buffer.
  *
  * A message with no posted receive waits in its receive buffer on the
- * unexpected queue.  Buffers are replaced while the pool lasts; then the
- * shared receive queue runs dry and RC's receiver-not-ready retries
- * (infinite) slow the senders down.  Nothing is dropped.
+ * unexpected queue; buffers are replaced while the pool lasts.  Credits
+ * (nrma_credit.c) keep a peer from sending more than the buffers kept
+ * for it: a send past them waits at the sender, so the shared receive
+ * queue does not run dry, and what else goes to that peer (ACKs, reads,
+ * RMA) never waits behind a message it has no room for.  Nothing is
+ * dropped.
  */
 #ifndef NRMA_XFER_H
 #define NRMA_XFER_H
@@ -36,11 +39,12 @@
 #define NRMA_OP_MAX_WRS	   NRMA_IOV_LIMIT
 
 enum nrma_op_kind {
-	NRMA_OP_SEND,  /* an application send */
-	NRMA_OP_ACK,   /* our ACK of a peer's message */
-	NRMA_OP_READ,  /* rendezvous read into a posted receive */
-	NRMA_OP_RMA,   /* an application RMA or atomic operation */
-	NRMA_OP_PROBE, /* is the peer still there? */
+	NRMA_OP_SEND,	/* an application send */
+	NRMA_OP_ACK,	/* our ACK of a peer's message */
+	NRMA_OP_READ,	/* rendezvous read into a posted receive */
+	NRMA_OP_RMA,	/* an application RMA or atomic operation */
+	NRMA_OP_PROBE,	/* is the peer still there? */
+	NRMA_OP_CREDIT, /* credits given back to the peer */
 };
 
 /* Work the endpoint has on the device; its slot index is the wr_id. */
@@ -66,7 +70,7 @@ struct nrma_op {
 	size_t rx_offset; /* where the next segment lands */
 	size_t left;	  /* bytes still to read */
 	uint32_t lkey[NRMA_IOV_LIMIT];
-	bool queued;
+	bool queued; /* a read on pending_reads, a send on its send_queue */
 	struct nrma_rx_entry *rx;
 	uint64_t peer_token;
 	uint32_t cq_data;
@@ -77,6 +81,14 @@ struct nrma_op {
 	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
 	struct iovec iov[NRMA_IOV_LIMIT];
 	size_t iov_count;
+	/* NRMA_OP_CREDIT: what it gives back, by class */
+	uint64_t credits[NRMA_CREDIT_CLASSES];
+};
+
+/* Whose message a receive buffer holds, for its credit. */
+struct nrma_rx_owner {
+	struct nrma_conn *conn; /* NULL: nobody's */
+	enum nrma_credit_class class;
 };
 
 /* A rendezvous message that waits for a free operation (nrma_recv.c). */
@@ -102,6 +114,7 @@ struct nrma_xfer {
 	size_t buf_size;
 	struct nrma_bufpool tx_bufs;
 	struct nrma_bufpool rx_bufs;
+	struct nrma_rx_owner *rx_owner; /* by receive buffer */
 	struct nrma_verbs_mr *tx_mr;
 	struct nrma_verbs_mr *rx_mr;
 	struct nrma_token_table ops; /* struct nrma_op */
@@ -118,6 +131,10 @@ struct nrma_xfer {
 	int64_t checked_ms; /* sends waiting for ACKs last checked */
 	uint64_t *scratch;  /* where notification atomics fetch to */
 	struct nrma_verbs_mr *scratch_mr;
+	size_t credits_msg; /* what we grant each peer */
+	size_t credits_ctl;
+	struct nrma_dlist blocked_conns; /* with sends waiting for credits */
+	struct nrma_dlist credit_owed;	 /* owed credits we could not send */
 };
 
 /* Operations and posting (nrma_xfer.c) */
@@ -170,7 +187,28 @@ void nrma_probe(struct nrma_ep *ep, struct nrma_conn *conn);
 /* Progress (nrma_progress.c): returns how many completions it handled. */
 int nrma_progress_poll(struct nrma_ep *ep);
 
+/* Credits (nrma_credit.c) */
+int nrma_credit_conn_open(struct nrma_ep *ep, struct nrma_conn *conn);
+void nrma_credit_conn_close(struct nrma_conn *conn);
+bool nrma_credit_has(const struct nrma_conn *conn,
+		     enum nrma_credit_class class);
+bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class);
+void nrma_credit_untake(struct nrma_conn *conn, enum nrma_credit_class class);
+int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
+		     struct nrma_hdr *hdr, struct nrma_wr *wr);
+bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
+			 uint32_t buf, enum nrma_credit_class class,
+			 const struct nrma_hdr *hdr);
+void nrma_credit_released(struct nrma_ep *ep, uint32_t buf);
+void nrma_credit_returned(struct nrma_ep *ep, struct nrma_op *op);
+void nrma_credit_queue_send(struct nrma_ep *ep, struct nrma_op *op, bool front);
+bool nrma_credit_send_waits(const struct nrma_conn *conn);
+struct nrma_op *nrma_credit_queued(struct nrma_conn *conn);
+void nrma_credit_unqueue(struct nrma_op *op);
+void nrma_credit_progress(struct nrma_ep *ep);
+
 /* Sending (nrma_send.c) */
+void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn);
 void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 		     bool failed);

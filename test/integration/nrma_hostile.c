@@ -18,18 +18,27 @@
  *     inside a larger registration of its own (FI_REMOTE_READ and
  *     FI_REMOTE_WRITE, its descriptor passed): H reads the message with
  *     the key it was given, ACKs, and once V's send completed the key
- *     reads nothing more.
+ *     reads nothing more;
+ *  5. it connects a third time and sends one message more than V's
+ *     credits allow (until then it keeps to them): V drops the
+ *     connection.
  */
 #include <rdma/rdma_cma.h>
 
 #include "itest_msg.h"
+#include "nrma_credit.h"
 #include "nrma_proto.h"
 
-#define RNDV_LEN    65536
-#define FAKE_BUFS   32
-#define FAKE_BUF    4096
-#define FORGE_SLOTS 256
-#define FORGE_GENS  8
+#define RNDV_LEN	 65536
+#define FAKE_BUFS	 32
+#define FAKE_BUF	 4096
+#define FORGE_SLOTS	 256
+#define FORGE_GENS	 8
+/* H keeps to credits (a peer past them loses its connection): it grants
+ * V buffers for messages and ACKs out of its FAKE_BUFS. */
+#define FAKE_CREDITS_CTL 8
+#define FAKE_CREDITS_MSG (FAKE_BUFS - FAKE_CREDITS_CTL)
+#define FAKE_CELL	 4096
 
 enum {
 	STEP_NAMES = 1, /* H and P are up */
@@ -43,6 +52,7 @@ enum {
 	STEP_H_AGAIN,	/* H connected again */
 	STEP_KEY_SENT,	/* V's send to H completed */
 	STEP_KEY_READ,	/* H tried the key again */
+	STEP_OVERRUN,	/* H sent past its credits and saw its connection go */
 	STEP_DONE,
 };
 
@@ -57,6 +67,10 @@ struct fake {
 	struct ibv_mr *mr;
 	char *buf; /* FAKE_BUFS receive buffers, then one to send from */
 	unsigned int sends;
+	/* Where V gives credits back, at remote address 0, and ours. */
+	volatile uint64_t *cell;
+	struct ibv_mr *cell_mr;
+	struct nrma_credit_tx credit[NRMA_CREDIT_CLASSES];
 };
 
 static struct rdma_cm_event *fake_event(struct fake *f)
@@ -121,12 +135,21 @@ static void fake_open(struct fake *f, const struct sockaddr_in *dst)
 	CHECK(f->mr != NULL);
 	for (int i = 0; i < FAKE_BUFS; i++)
 		fake_post_recv(f, i);
+	f->cell = aligned_alloc(FAKE_CELL, FAKE_CELL);
+	CHECK(f->cell != NULL);
+	memset((void *) f->cell, 0, FAKE_CELL);
+	f->cell_mr = ibv_reg_mr_iova(f->pd, (void *) f->cell, FAKE_CELL, 0,
+				     IBV_ACCESS_LOCAL_WRITE |
+					     IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(f->cell_mr != NULL);
 }
 
 static void fake_close(struct fake *f)
 {
 	rdma_destroy_qp(f->id);
 	ibv_dereg_mr(f->mr);
+	ibv_dereg_mr(f->cell_mr);
+	free((void *) f->cell);
 	ibv_destroy_cq(f->cq);
 	ibv_dealloc_pd(f->pd);
 	rdma_destroy_id(f->id);
@@ -153,12 +176,19 @@ static enum rdma_cm_event_type fake_connect(struct fake *f,
 	const struct nrma_cm_data *reply;
 
 	nrma_cm_data_init(&data, name, 0, NRMA_REJECT_NONE);
+	data.credit_rkey = f->cell_mr->rkey;
+	data.credits_msg = FAKE_CREDITS_MSG;
+	data.credits_ctl = FAKE_CREDITS_CTL;
 	CHECK(!rdma_connect(f->id, &param));
 	ev = fake_event(f);
 	type = ev->event;
 	reply = nrma_cm_data_parse(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len);
 	*reason = reply ? (int) nrma_cm_data_reason(reply) : -1;
+	if (reply && type == RDMA_CM_EVENT_ESTABLISHED) {
+		f->credit[NRMA_CREDIT_MSG].grant = reply->credits_msg;
+		f->credit[NRMA_CREDIT_CTL].grant = reply->credits_ctl;
+	}
 	rdma_ack_cm_event(ev);
 	return type;
 }
@@ -197,10 +227,21 @@ static int fake_post(struct fake *f, struct ibv_send_wr *wr, size_t len)
 }
 
 /* Sends len bytes of the send buffer; waits for its completion. */
-static int fake_send(struct fake *f, size_t len)
+/* Waits for a credit of class at V, then takes it. */
+static void fake_credit(struct fake *f, enum nrma_credit_class class)
+{
+	int64_t deadline = itest_deadline();
+
+	while (!nrma_credit_avail(&f->credit[class], f->cell[class]))
+		itest_check_deadline(deadline, "V's credits");
+	f->credit[class].sent++;
+}
+
+static int fake_send(struct fake *f, size_t len, enum nrma_credit_class class)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
 
+	fake_credit(f, class);
 	return fake_post(f, &wr, len) == IBV_WC_SUCCESS ? 0 : -1;
 }
 
@@ -231,6 +272,8 @@ static struct nrma_hdr fake_recv(struct fake *f, struct nrma_rndv_seg *seg)
 				       wc.byte_len >= sizeof(hdr),
 			       "a message from V (status %d)", wc.status);
 			memcpy(&hdr, f->buf + wc.wr_id * FAKE_BUF, sizeof(hdr));
+			f->credit[NRMA_CREDIT_MSG].back += hdr.credits_msg;
+			f->credit[NRMA_CREDIT_CTL].back += hdr.credits_ctl;
 			if (seg && wc.byte_len >= sizeof(hdr) + sizeof(*seg))
 				memcpy(seg,
 				       f->buf + wc.wr_id * FAKE_BUF +
@@ -248,7 +291,7 @@ static void fake_ack(struct fake *f, uint64_t token)
 	struct nrma_hdr *hdr = (void *) (f->buf + FAKE_BUFS * FAKE_BUF);
 
 	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_ACK, .token = token };
-	CHECK(!fake_send(f, sizeof(*hdr)));
+	CHECK(!fake_send(f, sizeof(*hdr), NRMA_CREDIT_CTL));
 }
 
 /* Every token near the one seen: other generations, and generation 0. */
@@ -302,6 +345,30 @@ static void hostile_key(struct itest_chan *ch, const struct sockaddr_in *v,
 	fake_close(&f);
 }
 
+/* 5. Messages past the credits V granted lose H its connection. */
+static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
+			    const struct sockaddr_in *claim)
+{
+	struct nrma_hdr *hdr;
+	struct fake f;
+	int reason;
+
+	fake_open(&f, v);
+	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
+	       "H connects a third time (reason %d)", reason);
+	hdr = (void *) (f.buf + FAKE_BUFS * FAKE_BUF);
+	for (uint64_t i = 0; i <= f.credit[NRMA_CREDIT_MSG].grant; i++) {
+		struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
+
+		*hdr = (struct nrma_hdr){ .op = NRMA_HDR_EAGER, .token = i };
+		EXPECT(fake_post(&f, &wr, sizeof(*hdr)) == IBV_WC_SUCCESS,
+		       "message %" PRIu64 " of the overrun goes", i);
+	}
+	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
+	itest_signal(ch, STEP_OVERRUN);
+	fake_close(&f);
+}
+
 static void hostile(void *arg)
 {
 	struct itest_chan ch = itest_link_child(&link_h);
@@ -339,11 +406,12 @@ static void hostile(void *arg)
 	itest_expect_idle(&ch, STEP_H_ACK, itest_wait_ms(), "leave to ACK");
 	fake_ack(&f, hdr.token);
 	/* 3. A runt. */
-	CHECK(!fake_send(&f, 3));
+	CHECK(!fake_send(&f, 3, NRMA_CREDIT_MSG));
 	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
 	itest_signal(&ch, STEP_RUNT);
 	fake_close(&f);
 	hostile_key(&ch, &v, &claim);
+	hostile_overrun(&ch, &v, &claim);
 	itest_expect_idle(&ch, STEP_DONE, itest_wait_ms(), "the end");
 }
 
@@ -447,6 +515,9 @@ int main(void)
 
 	itest_step = "a rendezvous key";
 	victim_key(&v, &ch_h, h);
+
+	itest_step = "past its credits";
+	itest_expect(&ch_h, STEP_OVERRUN, "H's overrun and its disconnection");
 	itest_sync(&ch_p, STEP_DONE, "P's end");
 	itest_signal(&ch_h, STEP_DONE);
 	itest_wait_kids();

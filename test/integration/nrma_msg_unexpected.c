@@ -2,8 +2,9 @@
 /*
  * Message features between a receiver (this process, "R") and a
  * forked sender ("S"), on fresh endpoints (see itest_rs.h): unexpected
- * messages: 32 sent (two by rendezvous) before any receive; and 1200,
- * more than the receiver has buffers for.
+ * messages: 32 sent (two by rendezvous) before any receive, more than
+ * the receiver's credits (FI_NRMA_CREDITS, set here); and 1200, more than
+ * the receiver has buffers for.
  */
 #include "itest_rs.h"
 
@@ -16,8 +17,36 @@ static size_t unexp_len(size_t i)
 	return i % 4 ? 64 + i * 37 : i * 100; /* 0 for i == 0 */
 }
 
-#define UNEXP_N	    32
-#define UNEXP_SLACK 16
+#define UNEXP_N	      32
+#define UNEXP_SLACK   16
+#define UNEXP_CREDITS 12 /* fewer than the 30 eager messages */
+
+/*
+ * The eager sends among the first UNEXP_CREDITS complete while R posts no
+ * receive (each once its data is at R), and then nothing more does: the
+ * rest wait at S for credits.
+ */
+static size_t unexp_sent_early(struct itest_node *n, bool *done,
+			       const char *phase)
+{
+	size_t early = 0;
+
+	for (size_t i = 0; i < UNEXP_CREDITS; i++)
+		early += unexp_len(i) <= 8192;
+	for (size_t i = 0; i < early; i++) {
+		struct itest_comp c = itest_cq_wait(n->tx, phase);
+		size_t k = CTX_INDEX(c.op_context);
+
+		EXPECT(k < UNEXP_CREDITS && unexp_len(k) <= 8192 && !done[k],
+		       "send %zu (%zu bytes) completed before R posted "
+		       "any receive",
+		       k, k < UNEXP_N ? unexp_len(k) : 0);
+		done[k] = true;
+	}
+	itest_cq_expect_empty_at(__FILE__, __LINE__, n->tx, 200,
+				 "sends past R's credits wait for them");
+	return early;
+}
 
 static void phase_unexpected(void)
 {
@@ -29,31 +58,23 @@ static void phase_unexpected(void)
 	buf = msg_layout(off, UNEXP_N, unexp_len, UNEXP_SLACK);
 	open_pair(&n, NULL, is_r ? "R" : "S");
 	if (!is_r) {
-		size_t eager = 0;
+		bool done[UNEXP_N] = { false };
 
 		for (size_t i = 0; i < UNEXP_N; i++) {
 			itest_msg_fill(buf + off[i], unexp_len(i), 0x100 + i);
 			send_msg(&n, buf + off[i], unexp_len(i), CTX(i), phase);
-			eager += unexp_len(i) <= 8192;
 		}
-		/* An eager send completes once its data is at R. */
-		for (size_t i = 0; i < eager; i++) {
-			struct itest_comp c = itest_cq_wait(n.tx, phase);
-			size_t k = CTX_INDEX(c.op_context);
+		size_t early = unexp_sent_early(&n, done, phase);
 
-			EXPECT(k < UNEXP_N && unexp_len(k) <= 8192,
-			       "send %zu (%zu bytes) completed before R posted "
-			       "any receive",
-			       k, k < UNEXP_N ? unexp_len(k) : 0);
-		}
 		signal_peer();
-		for (size_t i = eager; i < UNEXP_N; i++) {
+		for (size_t i = early; i < UNEXP_N; i++) {
 			struct itest_comp c = itest_cq_wait(n.tx, phase);
 			size_t k = CTX_INDEX(c.op_context);
 
-			EXPECT(k < UNEXP_N && unexp_len(k) > 8192,
-			       "rendezvous send completion: op_context %p",
+			EXPECT(k < UNEXP_N && !done[k],
+			       "send completion: op_context %p, once",
 			       c.op_context);
+			done[k] = true;
 		}
 	} else {
 		bool seen[UNEXP_N] = { false };
@@ -103,8 +124,8 @@ static void phase_unexpected(void)
 
 /*
  * More unexpected messages than the receiver has buffers for: the sender
- * is held back (-FI_EAGAIN, receiver-not-ready retries) and nothing is
- * lost, reordered or duplicated.
+ * is held back (its sends wait for credits, then -FI_EAGAIN) and nothing
+ * is lost, reordered or duplicated.
  */
 #define FLOOD_N	  1200
 #define FLOOD_LEN 100
@@ -175,7 +196,10 @@ int main(void)
 		{ phase_unexpected, "unexpected messages" },
 		{ phase_flood, "a flood of unexpected messages" },
 	};
+	char credits[16];
 
+	snprintf(credits, sizeof(credits), "%d", UNEXP_CREDITS);
+	CHECK(setenv("FI_NRMA_CREDITS", credits, 1) == 0);
 	return rs_main("nrma_msg_unexpected", phases,
 		       sizeof(phases) / sizeof(phases[0]));
 }
