@@ -386,6 +386,9 @@ struct nrma_recv_args {
 };
 
 ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *args);
+/* nrma_send of one buffer: a says all but where it is. */
+ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
+		      struct nrma_send_args a);
 ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
 /* Called with ep->lock held. */
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context);

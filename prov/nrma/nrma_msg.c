@@ -85,50 +85,34 @@ static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 				 size_t len, void *desc, uint64_t data,
 				 fi_addr_t dest, void *context)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_send_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.data = data,
-		.context = context,
-		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA,
-	};
+	uint64_t flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA;
 
 	(void) desc; /* sends register what receivers read */
-
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_send_buf(ep_fid, buf, len,
+			     (struct nrma_send_args){ .dest = dest,
+						      .data = data,
+						      .context = context,
+						      .flags = flags });
 }
 
 static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 				   size_t len, uint64_t data, fi_addr_t dest)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_send_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.data = data,
-		.flags = FI_INJECT | FI_REMOTE_CQ_DATA,
-		.silent = true,
-	};
-
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_send_buf(
+		ep_fid, buf, len,
+		(struct nrma_send_args){ .dest = dest,
+					 .data = data,
+					 .flags = FI_INJECT | FI_REMOTE_CQ_DATA,
+					 .silent = true });
 }
 
 static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
 			       size_t len, fi_addr_t dest)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_send_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.flags = FI_INJECT,
-		.silent = true,
-	};
-
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_send_buf(ep_fid, buf, len,
+			     (struct nrma_send_args){ .dest = dest,
+						      .flags = FI_INJECT,
+						      .silent = true });
 }
 
 struct fi_ops_msg nrma_msg_ops = {

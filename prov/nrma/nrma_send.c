@@ -136,6 +136,16 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 	return len < 0 ? len : nrma_tx_submit(ep, a->dest, send_post, a, len);
 }
 
+ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
+		      struct nrma_send_args a)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	a.iov = &iov;
+	a.count = 1;
+	return nrma_send(nrma_ep_of(ep_fid), &a);
+}
+
 void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	if (op->wc_pending || op->ack_pending)

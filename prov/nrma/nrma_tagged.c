@@ -98,55 +98,41 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 				    size_t len, void *desc, uint64_t data,
 				    fi_addr_t dest, uint64_t tag, void *context)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_send_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.data = data,
-		.tag = tag,
-		.context = context,
-		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
-			 FI_REMOTE_CQ_DATA,
-	};
+	uint64_t flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
+			 FI_REMOTE_CQ_DATA;
 
 	(void) desc; /* sends register what receivers read */
-
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_send_buf(ep_fid, buf, len,
+			     (struct nrma_send_args){ .dest = dest,
+						      .data = data,
+						      .tag = tag,
+						      .context = context,
+						      .flags = flags });
 }
 
 static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 				      size_t len, uint64_t data, fi_addr_t dest,
 				      uint64_t tag)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_send_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.data = data,
-		.tag = tag,
-		.flags = FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA,
-		.silent = true,
-	};
-
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_send_buf(
+		ep_fid, buf, len,
+		(struct nrma_send_args){ .dest = dest,
+					 .data = data,
+					 .tag = tag,
+					 .flags = FI_INJECT | FI_TAGGED |
+						  FI_REMOTE_CQ_DATA,
+					 .silent = true });
 }
 
 static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
 				  size_t len, fi_addr_t dest, uint64_t tag)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_send_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.tag = tag,
-		.flags = FI_INJECT | FI_TAGGED,
-		.silent = true,
-	};
-
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_send_buf(
+		ep_fid, buf, len,
+		(struct nrma_send_args){ .dest = dest,
+					 .tag = tag,
+					 .flags = FI_INJECT | FI_TAGGED,
+					 .silent = true });
 }
 
 struct fi_ops_tagged nrma_tagged_ops = {
