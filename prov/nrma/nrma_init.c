@@ -74,7 +74,7 @@ static void nrma_define_params(void)
 		nrma_params.eager_size);
 	fi_param_define(
 		&nrma_prov, "unexp_max", FI_PARAM_SIZE_T,
-		"Unexpected messages an endpoint holds before senders are slowed down (default: %zu)",
+		"Receive buffers an endpoint keeps beyond its receive size for unexpected messages (default: %zu)",
 		nrma_params.unexp_max);
 	fi_param_define(
 		&nrma_prov, "credits", FI_PARAM_SIZE_T,
