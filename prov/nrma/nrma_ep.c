@@ -231,12 +231,16 @@ static int ep_enable(struct nrma_ep *ep)
 	attr = ep_cm_attr(ep);
 	if (!ret)
 		ret = nrma_cm_listen(ep->cm, &attr);
+	pthread_mutex_unlock(&ep->lock);
+	/* The thread takes its lock before ours (nrma.h): not under ours. */
 	if (!ret)
 		ret = nrma_cm_thread_watch(ep->domain->cm_thread, ep);
-	if (!ret)
-		ep->enabled = true;
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	ep->enabled = true;
 	pthread_mutex_unlock(&ep->lock);
-	return ret;
+	return 0;
 }
 
 static int nrma_ep_control(struct fid *fid, int command, void *arg)
