@@ -132,6 +132,7 @@ static void credit_return(struct nrma_ep *ep, struct nrma_conn *conn)
 	struct nrma_credit_rx *rx = conn->rx_credit;
 	uint64_t addr[] = { NRMA_CREDIT_MSG_ADDR, NRMA_CREDIT_CTL_ADDR };
 	struct nrma_wr wr[NRMA_CREDIT_CLASSES];
+	uint64_t back[NRMA_CREDIT_CLASSES];
 	struct nrma_op *op;
 	size_t n = 0;
 
@@ -145,17 +146,15 @@ static void credit_return(struct nrma_ep *ep, struct nrma_conn *conn)
 		return;
 	}
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
-		uint64_t back = rx[c].released - rx[c].returned;
-
-		if (!back)
+		back[c] = rx[c].released - rx[c].returned;
+		if (!back[c])
 			continue;
 		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_FETCH_ADD,
 					    .sge = &scratch,
 					    .sge_count = 1,
 					    .raddr = addr[c],
 					    .rkey = conn->peer_credit_rkey,
-					    .add = back };
-		op->credits[c] = back;
+					    .add = back[c] };
 	}
 	if (nrma_op_post(x, op, wr, n)) {
 		nrma_op_free(x, op);
@@ -163,7 +162,7 @@ static void credit_return(struct nrma_ep *ep, struct nrma_conn *conn)
 		return;
 	}
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
-		rx[c].returned += op->credits[c];
+		rx[c].returned += back[c];
 	conn->credit_returning = true;
 }
 

@@ -81,8 +81,6 @@ struct nrma_op {
 	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
 	struct iovec iov[NRMA_IOV_LIMIT];
 	size_t iov_count;
-	/* NRMA_OP_CREDIT: what it gives back, by class */
-	uint64_t credits[NRMA_CREDIT_CLASSES];
 };
 
 /* Whose message a receive buffer holds, for its credit. */
