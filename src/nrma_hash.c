@@ -23,6 +23,14 @@ void nrma_hash_fini(struct nrma_hash *hash)
 	nrma_hash_init(hash);
 }
 
+void nrma_hash_fini_values(struct nrma_hash *hash, void (*release)(void *value))
+{
+	for (size_t i = 0; i < hash->capacity; i++)
+		if (hash->slots[i].state == SLOT_USED)
+			release(hash->slots[i].value);
+	nrma_hash_fini(hash);
+}
+
 static struct nrma_hash_slot *probe(const struct nrma_hash *hash, uint32_t key)
 {
 	if (!hash->capacity)

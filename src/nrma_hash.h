@@ -24,6 +24,9 @@ struct nrma_hash {
 
 void nrma_hash_init(struct nrma_hash *hash);
 void nrma_hash_fini(struct nrma_hash *hash);
+/* nrma_hash_fini, once each value has gone to release. */
+void nrma_hash_fini_values(struct nrma_hash *hash,
+			   void (*release)(void *value));
 int nrma_hash_insert(struct nrma_hash *hash, uint32_t key, void *value);
 void *nrma_hash_find(const struct nrma_hash *hash, uint32_t key);
 void nrma_hash_remove(struct nrma_hash *hash, uint32_t key);

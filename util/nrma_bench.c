@@ -119,7 +119,7 @@ static void run_target(const struct config *c, int to_init, int from_init)
 
 	open_side(&s, c->notify);
 	TRY(fi_getname(&s.ep->fid, ti.name, &ti.namelen));
-	ti.addr = (uintptr_t) s.buf;
+	ti.addr = try_mr_base(s.info, s.buf);
 	ti.key = fi_mr_key(s.mr);
 	if (write(to_init, &ti, sizeof(ti)) != sizeof(ti))
 		exit(1);

@@ -217,7 +217,7 @@ static void soak_target(int *fds, pid_t *kids)
 		TRY(fi_mr_bind(r->mr, &r->cntr->fid, FI_REMOTE_WRITE));
 		TRY(fi_mr_enable(r->mr));
 		TRY(fi_getname(&n.ep->fid, t.name, &t.namelen));
-		t.addr = (uintptr_t) r->slots;
+		t.addr = try_mr_base(n.info, (const void *) r->slots);
 		t.key = fi_mr_key(r->mr);
 		soak_io(fds[i], &t, sizeof(t), true);
 	}

@@ -19,7 +19,7 @@
  *   3. nrma_ep.lock: an endpoint's data path and connections
  *   4. leaves, never held two at a time: nrma_cq.lock, nrma_cntr.lock,
  *      nrma_eq.lock, an AV's address table lock, the notification region's
- *      lock
+ *      lock, the key table's lock
  * Endpoint progress runs with (3) held and writes completions under (4).
  */
 #ifndef NRMA_H
@@ -79,6 +79,7 @@ struct nrma_params {
 	size_t cq_size;		  /* CQ size when the application gives 0 */
 	size_t cntr_max;	  /* counters per domain */
 	size_t notify_cells;	  /* notification cells per domain */
+	size_t mr_max;		  /* memory regions per domain */
 	int wait_spin_us;	  /* busy-poll before a blocking wait sleeps */
 	size_t eager_size;	  /* largest message sent by copy */
 	size_t unexp_max;	  /* unexpected messages held per endpoint */
@@ -174,6 +175,7 @@ struct nrma_domain {
 	struct nrma_verbs_domain *verbs;
 	struct nrma_eq *eq;		  /* bound for asynchronous errors */
 	struct nrma_notify *notify;	  /* notification cells */
+	struct nrma_keytab *keytab;	  /* what MR keys name */
 	struct nrma_cm_thread *cm_thread; /* control progress */
 	atomic_int ref;			  /* open child objects */
 };
@@ -208,6 +210,7 @@ struct nrma_mr {
 	struct fid_mr mr_fid;
 	struct nrma_domain *domain;
 	struct nrma_verbs_mr *verbs;
+	uint64_t verbs_key; /* its rkey (lkey if local only) */
 	uint64_t access;
 	uint64_t flags;			 /* FI_RMA_EVENT */
 	struct nrma_remote_cntrs remote; /* bound with fi_mr_bind */

@@ -17,7 +17,6 @@
  */
 #include <rdma/fi_atomic.h>
 
-#include "nrma_notify.h"
 #include "nrma_xfer.h"
 
 #define NRMA_ATOMIC_SIZE sizeof(uint64_t)
@@ -121,6 +120,7 @@ int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 
 /* The atomic work request; verbs compares with add and swaps in swap. */
 static struct nrma_wr atomic_wr(const struct nrma_atomic_args *a,
+				const struct nrma_remote *remote,
 				const struct nrma_sge *result)
 {
 	bool cswap = a->op == FI_CSWAP;
@@ -129,8 +129,8 @@ static struct nrma_wr atomic_wr(const struct nrma_atomic_args *a,
 		.op = cswap ? NRMA_WR_CMP_SWAP : NRMA_WR_FETCH_ADD,
 		.sge = result,
 		.sge_count = 1,
-		.raddr = a->addr,
-		.rkey = nrma_mr_key_rkey(a->key),
+		.raddr = remote->addr,
+		.rkey = remote->rkey,
 		.add = cswap		       ? a->compare :
 		       a->op == FI_ATOMIC_READ ? 0 :
 						 a->operand,
@@ -147,26 +147,38 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge scratch = nrma_scratch_sge(x), result;
 	struct nrma_wr wr[3];
+	struct nrma_remote remote;
 	struct nrma_op *op;
+	uint64_t flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE) |
+			 nrma_tx_comp_flags(ep, a->flags, a->silent);
 	int ret;
 
+	/* Any atomic changes the word, FI_ATOMIC_READ too (it adds 0). */
+	ret = nrma_rkey_target(ep, conn, a->key, a->addr, len,
+			       NRMA_KEY_REMOTE_WRITE, &remote);
+	if (ret == -FI_EACCES)
+		return nrma_tx_fail(ep, a->context, flags);
+	if (ret)
+		return ret;
+	/* The device works on naturally aligned 64-bit words only. */
+	if (remote.addr % NRMA_ATOMIC_SIZE)
+		return -FI_EINVAL;
 	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, fetch);
 	if (!op)
 		return -FI_EAGAIN;
 	op->context = a->context;
 	op->len = len;
-	op->flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE) |
-		    nrma_tx_comp_flags(ep, a->flags, a->silent);
+	op->flags = flags;
 	if (fetch) {
 		op->iov[0] =
 			(struct iovec){ .iov_base = a->result, .iov_len = len };
 		op->iov_count = 1;
 		result = nrma_tx_buf_sge(x, op, len);
 	}
-	wr[0] = atomic_wr(a, fetch ? &result : &scratch);
+	wr[0] = atomic_wr(a, &remote, fetch ? &result : &scratch);
 	ret = nrma_op_post(x, op, wr,
-			   1 + nrma_notify_wrs(conn, a->key, fetch, false,
-					       &scratch, wr + 1));
+			   1 + nrma_notify_wrs(conn, remote.cell_rkey, fetch,
+					       false, &scratch, wr + 1));
 	if (ret) {
 		nrma_op_free(x, op);
 		return ret;
@@ -213,9 +225,6 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 		return -FI_EINVAL;
 	a.addr = msg->rma_iov[0].addr;
 	a.key = msg->rma_iov[0].key;
-	/* The device works on naturally aligned 64-bit words only. */
-	if (a.addr % NRMA_ATOMIC_SIZE)
-		return -FI_EINVAL;
 	if (msg->op != FI_ATOMIC_READ)
 		a.operand = *(const uint64_t *) msg->msg_iov[0].addr;
 	if (kind == NRMA_ATOMIC_COMPARE)

@@ -27,8 +27,12 @@
 	(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
 #define NRMA_CAPS (NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
 
-/* Registrations are addressed by virtual address with provider keys. */
-#define NRMA_MR_BASIC_MAP (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+/*
+ * Registrations have provider keys (a slot of the key table, which
+ * initiators read), and peers address them by offset, or by virtual
+ * address under FI_MR_BASIC.
+ */
+#define NRMA_MR_REQUIRED (FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 #define NRMA_RMA_TARGET_CAPS \
 	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* What goes when an application's mr_mode rules RMA out. */
@@ -49,7 +53,7 @@ static size_t min_size(size_t a, size_t b)
 /* The mr_mode bits an application with these caps must support. */
 static uint64_t mr_mode_required(uint64_t caps)
 {
-	return (caps & NRMA_RMA_TARGET_CAPS) ? NRMA_MR_BASIC_MAP : 0;
+	return (caps & NRMA_RMA_TARGET_CAPS) ? NRMA_MR_REQUIRED : 0;
 }
 
 int nrma_fabric_name(const struct sockaddr_in *addr,
@@ -119,7 +123,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->domain_attr->max_ep_rx_ctx = 1;
 	info->domain_attr->cntr_cnt = nrma_params.cntr_max;
 	info->domain_attr->mr_iov_limit = 1; /* a verbs MR is contiguous */
-	info->domain_attr->mr_cnt = lim->max_mr;
+	info->domain_attr->mr_cnt = min_size(lim->max_mr, nrma_params.mr_max);
 }
 
 struct fi_info *nrma_info_alloc(const struct nrma_device *dev)
@@ -163,7 +167,7 @@ static bool mr_mode_allows_rma(uint32_t version, int user_mode)
 		return user_mode == FI_MR_UNSPEC || user_mode == FI_MR_BASIC;
 	return user_mode == FI_MR_BASIC ||
 	       (!(user_mode & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
-		(user_mode & NRMA_MR_BASIC_MAP) == NRMA_MR_BASIC_MAP);
+		(user_mode & NRMA_MR_REQUIRED) == NRMA_MR_REQUIRED);
 }
 
 /*

@@ -141,6 +141,8 @@ static void cm_conn_data_init(const struct nrma_conn *conn,
 	data->credit_rkey = conn->credit_rkey;
 	data->credits_msg = (uint16_t) conn->rx_credit[NRMA_CREDIT_MSG].grant;
 	data->credits_ctl = (uint16_t) conn->rx_credit[NRMA_CREDIT_CTL].grant;
+	data->keytab_rkey = conn->cm->attr.keytab_rkey;
+	data->keytab_slots = conn->cm->attr.keytab_slots;
 }
 
 /* What the peer's connect or accept data grants us. */
@@ -151,6 +153,8 @@ static void cm_conn_data_take(struct nrma_conn *conn,
 	conn->peer_credit_rkey = data->credit_rkey;
 	conn->tx_credit[NRMA_CREDIT_MSG].grant = data->credits_msg;
 	conn->tx_credit[NRMA_CREDIT_CTL].grant = data->credits_ctl;
+	conn->keytab_rkey = data->keytab_rkey;
+	conn->keytab_slots = data->keytab_slots;
 }
 
 static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
@@ -190,6 +194,7 @@ static struct nrma_conn *conn_alloc(struct nrma_cm *cm, struct rdma_cm_id *id,
 	conn->state = NRMA_CONN_CONNECTING;
 	conn->fi_addr = FI_ADDR_NOTAVAIL;
 	nrma_dlist_init(&conn->send_queue);
+	nrma_hash_init(&conn->rkeys);
 	id->context = conn;
 	nrma_conn_table_add(&cm->table, conn);
 	return conn;

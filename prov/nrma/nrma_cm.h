@@ -68,6 +68,10 @@ struct nrma_conn {
 	struct nrma_dlist owed_link;
 	struct nrma_dlist send_queue;	/* sends waiting for credits */
 	struct nrma_dlist blocked_link; /* on the endpoint's list of those */
+	/* The peer's MR keys (nrma_rkey.c): its key table, what we know. */
+	uint32_t keytab_rkey;
+	uint32_t keytab_slots;
+	struct nrma_hash rkeys; /* slot index + 1 -> struct nrma_rkey */
 };
 
 /* An endpoint's connections (nrma_conn.c); no rdmacm in it. */
@@ -137,6 +141,8 @@ struct nrma_cm_attr {
 	size_t rd_atomic_depth;	 /* RDMA reads and atomics in flight */
 	struct sockaddr_in name; /* the endpoint's, for private data */
 	uint32_t notify_rkey;	 /* its notification cell, 0: none */
+	uint32_t keytab_rkey;	 /* its domain's key table */
+	uint32_t keytab_slots;
 	const struct nrma_cm_ops *ops;
 	void *arg;
 };

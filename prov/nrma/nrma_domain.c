@@ -4,6 +4,7 @@
 
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_keytab.h"
 #include "nrma_notify.h"
 #include "nrma_verbs.h"
 
@@ -17,6 +18,7 @@ static int nrma_domain_close(struct fid *fid)
 		atomic_fetch_sub(&domain->eq->ref, 1);
 	nrma_cm_thread_close(domain->cm_thread);
 	nrma_notify_close(domain->notify);
+	nrma_keytab_close(domain->keytab);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
 	fi_freeinfo(domain->info);
@@ -96,12 +98,22 @@ static int domain_resources_open(struct nrma_domain *domain,
 			       &domain->notify);
 	if (ret)
 		goto err_verbs;
+	/* As many slots as fi_info's mr_cnt says. */
+	ret = nrma_keytab_open(domain->verbs,
+			       dev->limits.max_mr < nrma_params.mr_max ?
+				       dev->limits.max_mr :
+				       nrma_params.mr_max,
+			       &domain->keytab);
+	if (ret)
+		goto err_notify;
 	ret = nrma_cm_thread_open(domain, domain_async_report,
 				  &domain->cm_thread);
 	if (ret)
-		goto err_notify;
+		goto err_keytab;
 	return 0;
 
+err_keytab:
+	nrma_keytab_close(domain->keytab);
 err_notify:
 	nrma_notify_close(domain->notify);
 err_verbs:

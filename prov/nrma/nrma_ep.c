@@ -12,6 +12,7 @@
 #include "nrma.h"
 #include "nrma_cm.h"
 #include "nrma_enosys.h"
+#include "nrma_keytab.h"
 #include "nrma_notify.h"
 #include "nrma_proto.h"
 #include "nrma_verbs.h"
@@ -210,6 +211,8 @@ static struct nrma_cm_attr ep_cm_attr(struct nrma_ep *ep)
 							     NRMA_RDMA_DEPTH,
 		.name = ep->name,
 		.notify_rkey = nrma_remote_cntrs_rkey(&ep->remote),
+		.keytab_rkey = nrma_keytab_rkey(ep->domain->keytab),
+		.keytab_slots = nrma_keytab_slots(ep->domain->keytab),
 		.ops = &nrma_progress_cm_ops,
 		.arg = ep,
 	};

@@ -14,6 +14,7 @@ struct nrma_params nrma_params = {
 	.cq_size = 1024,
 	.cntr_max = 4096,
 	.notify_cells = 4096,
+	.mr_max = 16384,
 	.wait_spin_us = 50,
 	.eager_size = 8192,
 	.unexp_max = 256,
@@ -65,6 +66,10 @@ static void nrma_define_params(void)
 		"Notification cells a domain offers: one per endpoint or MR with remote-event counters bound, a pinned page each (default: %zu)",
 		nrma_params.notify_cells);
 	fi_param_define(
+		&nrma_prov, "mr_max", FI_PARAM_SIZE_T,
+		"Memory regions a domain offers (domain_attr mr_cnt): its key table, which peers read, holds 48 pinned bytes for each (default: %zu)",
+		nrma_params.mr_max);
+	fi_param_define(
 		&nrma_prov, "wait_spin_us", FI_PARAM_INT,
 		"Microseconds a blocking wait polls before it sleeps (default: %d)",
 		nrma_params.wait_spin_us);
@@ -104,6 +109,7 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "cntr_max", &nrma_params.cntr_max);
 	fi_param_get_size_t(&nrma_prov, "notify_cells",
 			    &nrma_params.notify_cells);
+	fi_param_get_size_t(&nrma_prov, "mr_max", &nrma_params.mr_max);
 	fi_param_get_int(&nrma_prov, "wait_spin_us", &nrma_params.wait_spin_us);
 	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
 	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Memory regions are verbs MRs; the provider key handed to peers is the
- * rkey, with the rkey of the registration's notification cell once a
- * counter is bound (nrma_notify.h), and the descriptor is the nrma_mr.
+ * Memory regions are verbs MRs, and the descriptor is the nrma_mr.  The
+ * provider key handed to peers names a slot of the domain's key table
+ * (nrma_keytab.h) that holds the rkey, the region, and the rkey of the
+ * registration's notification cell once a counter is bound.
  */
 #include <stdlib.h>
 
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_keytab.h"
 #include "nrma_notify.h"
+#include "nrma_proto.h"
 #include "nrma_verbs.h"
 
 #define NRMA_MR_ACCESS                                             \
@@ -20,6 +23,8 @@ static int nrma_mr_close(struct fid *fid)
 	struct nrma_mr *mr = nrma_mr_of_fid(fid);
 	int ret;
 
+	/* Peers that have not looked the key up yet find nothing now. */
+	nrma_keytab_remove(mr->domain->keytab, mr->mr_fid.key);
 	ret = nrma_verbs_mr_dereg(mr->verbs);
 	if (ret)
 		return ret;
@@ -70,7 +75,7 @@ static int mr_bind_check(const struct nrma_mr *mr, struct fid *bfid,
 /*
  * A counter bound to a registration counts the RMA operations that
  * target it: the rkey of the registration's notification cell goes into
- * the MR key.
+ * its key's slot.  Peers that looked the key up before do not see it.
  */
 static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
@@ -83,8 +88,8 @@ static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 					     nrma_cntr_of_fid(bfid), flags);
 	if (ret)
 		return ret;
-	mr->mr_fid.key = nrma_mr_key(nrma_mr_key_rkey(mr->mr_fid.key),
-				     nrma_remote_cntrs_rkey(&mr->remote));
+	nrma_keytab_set_cell(mr->domain->keytab, mr->mr_fid.key,
+			     nrma_remote_cntrs_rkey(&mr->remote));
 	return 0;
 }
 
@@ -115,10 +120,27 @@ static int mr_check(const struct nrma_domain *domain,
 	return 0;
 }
 
+/* What peers that look the registration's key up learn. */
+static struct nrma_key_slot mr_key_slot(const struct nrma_mr *mr,
+					const struct iovec *iov)
+{
+	return (struct nrma_key_slot){
+		.addr = (uintptr_t) iov->iov_base,
+		.len = iov->iov_len,
+		.rkey = (uint32_t) mr->verbs_key,
+		.access = (mr->access & FI_REMOTE_READ ? NRMA_KEY_REMOTE_READ :
+							 0) |
+			  (mr->access & FI_REMOTE_WRITE ?
+				   NRMA_KEY_REMOTE_WRITE :
+				   0),
+	};
+}
+
 static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 			   uint64_t flags, struct fid_mr **mr_fid)
 {
 	struct nrma_domain *domain = nrma_domain_of_fid(fid);
+	struct nrma_key_slot slot;
 	struct nrma_mr *mr;
 	int ret;
 
@@ -130,15 +152,22 @@ static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -FI_ENOMEM;
+	mr->access = attr->access;
 	ret = nrma_verbs_mr_reg(domain->verbs, attr->mr_iov[0].iov_base,
 				attr->mr_iov[0].iov_len, attr->access,
-				&mr->verbs, &mr->mr_fid.key);
+				&mr->verbs, &mr->verbs_key);
 	if (ret) {
 		free(mr);
 		return ret;
 	}
+	slot = mr_key_slot(mr, &attr->mr_iov[0]);
+	ret = nrma_keytab_add(domain->keytab, &slot, &mr->mr_fid.key);
+	if (ret) {
+		nrma_verbs_mr_dereg(mr->verbs);
+		free(mr);
+		return ret;
+	}
 	mr->domain = domain;
-	mr->access = attr->access;
 	mr->flags = flags;
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = attr->context;

@@ -103,24 +103,6 @@ static void notify_index_put(struct nrma_notify *n, size_t index)
 	pthread_mutex_unlock(&n->lock);
 }
 
-/* Registers the cell; an rkey of 0 would read as "no cell" in MR keys. */
-static int notify_cell_register(struct nrma_notify_cell *cell)
-{
-	struct nrma_verbs_domain *vd = cell->notify->vdom;
-	struct nrma_verbs_mr *zero_mr = NULL;
-	int ret;
-
-	ret = nrma_verbs_notify_reg(vd, (const void *) cell->words, CELL_BYTES,
-				    &cell->mr, &cell->rkey);
-	if (!ret && !cell->rkey) {
-		zero_mr = cell->mr;
-		ret = nrma_verbs_notify_reg(vd, (const void *) cell->words,
-					    CELL_BYTES, &cell->mr, &cell->rkey);
-		nrma_verbs_mr_dereg(zero_mr);
-	}
-	return ret;
-}
-
 int nrma_notify_cell_open(struct nrma_notify *n,
 			  struct nrma_notify_cell **cellp)
 {
@@ -139,7 +121,9 @@ int nrma_notify_cell_open(struct nrma_notify *n,
 		(volatile uint64_t *) (n->region + cell->index * n->page_size);
 	/* No peer can reach the words before they are registered. */
 	cell->words[NRMA_NOTIFY_WRITES] = cell->words[NRMA_NOTIFY_READS] = 0;
-	ret = notify_cell_register(cell);
+	ret = nrma_verbs_zero_reg(n->vdom, (const void *) cell->words,
+				  CELL_BYTES, NRMA_VERBS_ZERO_ATOMIC, &cell->mr,
+				  &cell->rkey);
 	if (ret) {
 		notify_index_put(n, cell->index);
 		free(cell);

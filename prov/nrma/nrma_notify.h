@@ -34,23 +34,4 @@ volatile uint64_t *nrma_notify_cell_word(struct nrma_notify_cell *cell,
 					 enum nrma_notify_word word);
 uint32_t nrma_notify_cell_rkey(const struct nrma_notify_cell *cell);
 
-/*
- * An MR key is the data's verbs rkey in bits 0-31 and the rkey of the
- * registration's cell in bits 32-63 (0: no cell).
- */
-static inline uint64_t nrma_mr_key(uint32_t rkey, uint32_t cell_rkey)
-{
-	return (uint64_t) rkey | (uint64_t) cell_rkey << 32;
-}
-
-static inline uint32_t nrma_mr_key_rkey(uint64_t key)
-{
-	return (uint32_t) key;
-}
-
-static inline uint32_t nrma_mr_key_cell(uint64_t key)
-{
-	return (uint32_t) (key >> 32);
-}
-
 #endif /* NRMA_NOTIFY_H */

@@ -180,6 +180,9 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 	case NRMA_OP_CREDIT:
 		nrma_credit_returned(ep, op);
 		break;
+	case NRMA_OP_RESOLVE:
+		nrma_rkey_read_done(ep, op);
+		break;
 	}
 }
 
@@ -633,6 +636,7 @@ static void progress_conn_close(void *arg, struct nrma_conn *conn)
 {
 	(void) arg;
 	nrma_credit_conn_close(conn);
+	nrma_rkey_conn_close(conn);
 }
 
 const struct nrma_cm_ops nrma_progress_cm_ops = {

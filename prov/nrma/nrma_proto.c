@@ -47,6 +47,49 @@ enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data)
 	return ntohs(data->reject_reason);
 }
 
+/* One step of a hash of the slot's fields (splitmix64's finaliser). */
+static uint64_t proto_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+	return h ^ (h >> 31);
+}
+
+uint64_t nrma_key_slot_check(const struct nrma_key_slot *slot)
+{
+	uint64_t h = proto_mix(0, slot->key);
+
+	h = proto_mix(h, slot->addr);
+	h = proto_mix(h, slot->len);
+	h = proto_mix(h, (uint64_t) slot->rkey << 32 | slot->cell_rkey);
+	return proto_mix(h, slot->access);
+}
+
+enum nrma_key_verdict nrma_key_slot_verdict(const void *buf, uint64_t key,
+					    struct nrma_key_slot *out)
+{
+	memcpy(out, buf, sizeof(*out));
+	/* A key being registered is not in use yet: empty is absent. */
+	if (!key || out->key != key)
+		return NRMA_KEY_ABSENT;
+	return out->check == nrma_key_slot_check(out) ? NRMA_KEY_VALID :
+							NRMA_KEY_TORN;
+}
+
+int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
+			 uint64_t addr, uint64_t len, uint32_t access,
+			 uint64_t *raddr)
+{
+	uint64_t offset = virt_addr ? addr - slot->addr : addr;
+
+	if ((access & ~slot->access) || (virt_addr && addr < slot->addr) ||
+	    offset > slot->len || len > slot->len - offset)
+		return -FI_EACCES;
+	*raddr = slot->addr + offset;
+	return 0;
+}
+
 static int proto_rndv_check(const struct nrma_hdr *hdr, const void *segs,
 			    size_t len)
 {

@@ -14,6 +14,9 @@
  * completes.
  * Notification counters are 64-bit words that peers bump with a verbs
  * fetch-and-add at fixed remote addresses under a cell's rkey.
+ * A domain's key table (struct nrma_key_slot) says what each MR key
+ * names; initiators read its slots with RDMA read, at remote address
+ * slot index * sizeof(slot) under the rkey in the connection data.
  *
  * Everything is in host byte order but the connection data's header
  * fields: peers must share it.
@@ -26,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION 4
+#define NRMA_PROTOCOL_VERSION 5
 
 /* iovs per operation, and so rendezvous segments per message */
 #define NRMA_IOV_LIMIT 4
@@ -50,6 +53,8 @@ struct nrma_cm_data {
 	uint32_t credit_rkey;	 /* the connection's credit cell */
 	uint16_t credits_msg;	 /* buffers kept for the peer's messages */
 	uint16_t credits_ctl;	 /* and for its ACKs and write data */
+	uint32_t keytab_rkey;	 /* its domain's key table, 0: none */
+	uint32_t keytab_slots;	 /* and how many slots it has */
 };
 
 _Static_assert(sizeof(struct nrma_cm_data) <= 56, "rdmacm REQ private data");
@@ -105,6 +110,62 @@ struct nrma_rndv_seg {
  * else -FI_EINVAL.
  */
 int nrma_hdr_check(const void *buf, size_t len);
+
+/*
+ * An MR key names a slot of its domain's key table: the slot's index + 1
+ * in bits 0-31 and the slot's generation in bits 32-63, so a key is never
+ * 0 and a slot used again gets a new key.
+ */
+static inline uint64_t nrma_key_make(uint32_t index, uint32_t gen)
+{
+	return (uint64_t) gen << 32 | ((uint64_t) index + 1);
+}
+
+/* The slot a key names; UINT32_MAX for none (key 0). */
+static inline uint32_t nrma_key_index(uint64_t key)
+{
+	return (uint32_t) key - 1;
+}
+
+#define NRMA_KEY_REMOTE_READ  (1 << 0)
+#define NRMA_KEY_REMOTE_WRITE (1 << 1) /* writes and atomics */
+
+/*
+ * What an MR key names, as peers read it.  The owner writes a new slot's
+ * key last and clears a dead one's first; check, a hash of the other
+ * fields and the key, tells a reader that raced a change to read again.
+ */
+struct nrma_key_slot {
+	uint64_t key;  /* 0: empty */
+	uint64_t addr; /* the registration's virtual address */
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t cell_rkey; /* its notification cell, 0: none */
+	uint32_t access;    /* NRMA_KEY_REMOTE_* */
+	uint32_t reserved;
+	uint64_t check;
+};
+
+uint64_t nrma_key_slot_check(const struct nrma_key_slot *slot);
+
+enum nrma_key_verdict {
+	NRMA_KEY_VALID,
+	NRMA_KEY_TORN,	 /* read while it changed: read again */
+	NRMA_KEY_ABSENT, /* the key names no registration */
+};
+
+/* What a slot read from a peer says of key (slot may be unaligned). */
+enum nrma_key_verdict nrma_key_slot_verdict(const void *slot, uint64_t key,
+					    struct nrma_key_slot *out);
+
+/*
+ * The remote address of len bytes at addr (an offset into the region, or
+ * with virt_addr its virtual address) that need access, or -FI_EACCES
+ * when the region does not cover them or allow it.
+ */
+int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
+			 uint64_t addr, uint64_t len, uint32_t access,
+			 uint64_t *raddr);
 
 /* Remote addresses of a notification cell's words. */
 #define NRMA_NOTIFY_WRITE_ADDR 0

@@ -11,7 +11,6 @@
 
 #include "nrma_comp.h"
 #include "nrma_iov.h"
-#include "nrma_notify.h"
 #include "nrma_xfer.h"
 
 /* One RMA operation, from any of the fi_rma calls. */
@@ -75,7 +74,7 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
  * before it, but a read, whose responses may still be leaving the
  * target, only once fenced.
  */
-static struct nrma_wr rma_notify_wr(uint32_t cell_rkey,
+static struct nrma_wr rma_notify_wr(uint32_t rkey,
 				    const struct nrma_sge *scratch, bool read,
 				    bool fence)
 {
@@ -84,21 +83,21 @@ static struct nrma_wr rma_notify_wr(uint32_t cell_rkey,
 		.sge = scratch,
 		.sge_count = 1,
 		.raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR,
-		.rkey = cell_rkey,
+		.rkey = rkey,
 		.add = 1,
 		.fence = fence || nrma_params.notify_fence_always,
 	};
 }
 
 /*
- * The notifications an operation with this key owes the peer: one for
- * the peer endpoint's cell, one for the key's; read picks their word.
+ * The notifications an operation owes the peer: one for the peer
+ * endpoint's cell, one for its region's (cell_rkey); read picks their
+ * word.
  */
-size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
-		       bool fence, const struct nrma_sge *scratch,
+size_t nrma_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
+		       bool read, bool fence, const struct nrma_sge *scratch,
 		       struct nrma_wr *wr)
 {
-	uint32_t cell_rkey = nrma_mr_key_cell(key);
 	size_t n = 0;
 
 	if (conn->notify_rkey)
@@ -110,11 +109,11 @@ size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
 }
 
 static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
+		      const struct nrma_remote *remote,
 		      const struct nrma_sge *sge, size_t sge_count,
 		      const struct nrma_sge *scratch, struct nrma_wr *wr)
 {
 	bool read = a->flags & FI_READ;
-	uint32_t rkey = nrma_mr_key_rkey(a->key);
 	size_t n = 0;
 
 	wr[n++] = (struct nrma_wr){
@@ -123,17 +122,18 @@ static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 						     NRMA_WR_WRITE,
 		.sge = sge,
 		.sge_count = sge_count,
-		.raddr = a->addr,
-		.rkey = rkey,
+		.raddr = remote->addr,
+		.rkey = remote->rkey,
 		.imm = (uint32_t) a->data,
 		.fence = a->flags & FI_FENCE,
 	};
-	n += nrma_notify_wrs(op->conn, a->key, read, read, scratch, wr + n);
+	n += nrma_notify_wrs(op->conn, remote->cell_rkey, read, read, scratch,
+			     wr + n);
 	/* A zero-byte read returns only once the write before it is placed. */
 	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
 		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_READ,
-					    .raddr = a->addr,
-					    .rkey = rkey };
+					    .raddr = remote->addr,
+					    .rkey = remote->rkey };
 	return n;
 }
 
@@ -144,12 +144,23 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
 	struct nrma_wr wr[3];
+	struct nrma_remote remote;
 	struct nrma_op *op;
+	uint64_t flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
+			 nrma_tx_comp_flags(ep, a->flags, a->silent);
 	/* Immediate data takes a receive buffer at the peer: a credit. */
 	bool imm = (a->flags & (FI_READ | FI_REMOTE_CQ_DATA)) ==
 		   FI_REMOTE_CQ_DATA;
 	int n;
 
+	n = nrma_rkey_target(ep, conn, a->key, a->addr, len,
+			     a->flags & FI_READ ? NRMA_KEY_REMOTE_READ :
+						  NRMA_KEY_REMOTE_WRITE,
+			     &remote);
+	if (n == -FI_EACCES)
+		return nrma_tx_fail(ep, a->context, flags);
+	if (n)
+		return n;
 	if (imm && !nrma_credit_take(conn, NRMA_CREDIT_CTL))
 		return -FI_EAGAIN;
 	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
@@ -157,13 +168,12 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	if (op) {
 		op->context = a->context;
 		op->len = len;
-		op->flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
-			    nrma_tx_comp_flags(ep, a->flags, a->silent);
+		op->flags = flags;
 		n = rma_local(ep, op, a, sge);
 	}
 	if (n >= 0)
 		n = nrma_op_post(x, op, wr,
-				 rma_wrs(op, a, sge, n, &scratch, wr));
+				 rma_wrs(op, a, &remote, sge, n, &scratch, wr));
 	if (n) {
 		if (imm)
 			nrma_credit_untake(conn, NRMA_CREDIT_CTL);

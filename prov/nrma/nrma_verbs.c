@@ -298,14 +298,24 @@ int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf, size_t len,
 	return 0;
 }
 
-int nrma_verbs_notify_reg(struct nrma_verbs_domain *vd, const void *buf,
-			  size_t len, struct nrma_verbs_mr **vmr,
-			  uint32_t *rkey)
+int nrma_verbs_zero_reg(struct nrma_verbs_domain *vd, const void *buf,
+			size_t len, enum nrma_verbs_zero_access access,
+			struct nrma_verbs_mr **vmr, uint32_t *rkey)
 {
-	int ret = verbs_reg(vd, buf, len, 0,
-			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
-			    vmr);
+	int flags = access == NRMA_VERBS_ZERO_ATOMIC ?
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC :
+			    IBV_ACCESS_REMOTE_READ;
+	struct nrma_verbs_mr *zero_mr;
+	int ret;
 
+	ret = verbs_reg(vd, buf, len, 0, flags, vmr);
+	if (ret || (*vmr)->mr->rkey)
+		goto out;
+	/* rxe may hand out rkey 0: keep it while we take another. */
+	zero_mr = *vmr;
+	ret = verbs_reg(vd, buf, len, 0, flags, vmr);
+	nrma_verbs_mr_dereg(zero_mr);
+out:
 	if (!ret)
 		*rkey = (*vmr)->mr->rkey;
 	return ret;
@@ -320,6 +330,8 @@ int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr)
 	free(vmr);
 	return 0;
 }
+
+const int nrma_verbs_status_rem_access = IBV_WC_REM_ACCESS_ERR;
 
 int nrma_verbs_status_errno(int status)
 {

@@ -30,13 +30,20 @@ void nrma_verbs_domain_close(struct nrma_verbs_domain *vdom);
 int nrma_verbs_mr_reg(struct nrma_verbs_domain *vdom, const void *buf,
 		      size_t len, uint64_t access, struct nrma_verbs_mr **vmr,
 		      uint64_t *key);
+/* What peers may do to memory registered with nrma_verbs_zero_reg. */
+enum nrma_verbs_zero_access {
+	NRMA_VERBS_ZERO_ATOMIC, /* remote atomics alone */
+	NRMA_VERBS_ZERO_READ,	/* remote reads alone */
+};
+
 /*
- * Registers [buf, buf + len) for remote atomics alone, seen by peers at
- * remote address 0: the rkey is all they need.  buf is page aligned.
+ * Registers [buf, buf + len) for peers that see it at remote address 0:
+ * the rkey, never 0 (which reads as "none" on the wire), is all they
+ * need.  buf is page aligned.
  */
-int nrma_verbs_notify_reg(struct nrma_verbs_domain *vdom, const void *buf,
-			  size_t len, struct nrma_verbs_mr **vmr,
-			  uint32_t *rkey);
+int nrma_verbs_zero_reg(struct nrma_verbs_domain *vdom, const void *buf,
+			size_t len, enum nrma_verbs_zero_access access,
+			struct nrma_verbs_mr **vmr, uint32_t *rkey);
 int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr);
 uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr);
 
@@ -150,6 +157,12 @@ int nrma_verbs_domain_event(struct nrma_verbs_domain *vd,
 			    struct nrma_verbs_event *event);
 const char *nrma_verbs_event_str(int type);
 
+/*
+ * The ibv_wc_status of an access the peer refuses: what an operation the
+ * provider stops before it goes (an unknown key, a range or right its
+ * region does not give) reports, as the device would.
+ */
+extern const int nrma_verbs_status_rem_access;
 /* prov_errno in our error completions is an ibv_wc_status. */
 const char *nrma_verbs_status_str(int prov_errno);
 /* The libfabric error (positive) that best describes an ibv_wc_status. */

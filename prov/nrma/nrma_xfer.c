@@ -142,7 +142,7 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 
 	if (desc && (desc->access & needed) == needed) {
 		*vmr = desc->verbs;
-		*key = desc->mr_fid.key;
+		*key = desc->verbs_key;
 		return 0;
 	}
 	ret = nrma_verbs_mr_reg(ep->domain->verbs, iov->iov_base, iov->iov_len,
@@ -173,17 +173,35 @@ void nrma_probe(struct nrma_ep *ep, struct nrma_conn *conn)
 		conn->probing = true;
 }
 
-void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op)
+static void xfer_tx_report(struct nrma_ep *ep, void *context, uint64_t flags,
+			   int err, int prov_errno)
 {
 	struct nrma_comp comp = {
-		.context = op->context,
-		.flags = op->flags,
+		.context = context,
+		.flags = flags,
 		.src = FI_ADDR_NOTAVAIL,
-		.err = op->error,
-		.prov_errno = op->prov_errno,
+		.err = err,
+		.prov_errno = prov_errno,
 	};
 
 	nrma_comp_tx(ep, &comp);
+}
+
+void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op)
+{
+	xfer_tx_report(ep, op->context, op->flags, op->error, op->prov_errno);
+}
+
+/*
+ * Ends a transmit that the peer would refuse before it goes: an error
+ * entry, FI_EACCES (also for fi_inject calls, which have no other way to
+ * tell), and the connection stays up.
+ */
+ssize_t nrma_tx_fail(struct nrma_ep *ep, void *context, uint64_t flags)
+{
+	xfer_tx_report(ep, context, flags, FI_EACCES,
+		       nrma_verbs_status_rem_access);
+	return 0;
 }
 
 /*

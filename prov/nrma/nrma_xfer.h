@@ -39,12 +39,13 @@
 #define NRMA_OP_MAX_WRS	   NRMA_IOV_LIMIT
 
 enum nrma_op_kind {
-	NRMA_OP_SEND,	/* an application send */
-	NRMA_OP_ACK,	/* our ACK of a peer's message */
-	NRMA_OP_READ,	/* rendezvous read into a posted receive */
-	NRMA_OP_RMA,	/* an application RMA or atomic operation */
-	NRMA_OP_PROBE,	/* is the peer still there? */
-	NRMA_OP_CREDIT, /* credits given back to the peer */
+	NRMA_OP_SEND,	 /* an application send */
+	NRMA_OP_ACK,	 /* our ACK of a peer's message */
+	NRMA_OP_READ,	 /* rendezvous read into a posted receive */
+	NRMA_OP_RMA,	 /* an application RMA or atomic operation */
+	NRMA_OP_PROBE,	 /* is the peer still there? */
+	NRMA_OP_CREDIT,	 /* credits given back to the peer */
+	NRMA_OP_RESOLVE, /* a read of a slot of the peer's key table */
 };
 
 /* Work the endpoint has on the device; its slot index is the wr_id. */
@@ -73,6 +74,7 @@ struct nrma_op {
 	bool queued; /* a read on pending_reads, a send on its send_queue */
 	struct nrma_rx_entry *rx;
 	uint64_t peer_token;
+	uint64_t resolving; /* NRMA_OP_RESOLVE: the key it looks up */
 	uint32_t cq_data;
 	uint64_t tag;
 	uint64_t rx_flags;
@@ -150,6 +152,7 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   struct nrma_verbs_mr **vmr, uint64_t *key);
 /* Reports an operation the application initiated. */
 void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op);
+ssize_t nrma_tx_fail(struct nrma_ep *ep, void *context, uint64_t flags);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 				const struct nrma_op *op, size_t len);
 struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x);
@@ -222,9 +225,28 @@ void nrma_reads_retry(struct nrma_ep *ep);
 void nrma_stalled_retry(struct nrma_ep *ep);
 void nrma_acks_retry(struct nrma_ep *ep);
 
+/* Peers' MR keys (nrma_rkey.c) */
+struct nrma_remote {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t cell_rkey; /* 0: the region counts nothing */
+};
+
+/*
+ * Where len bytes at addr under the peer's key go, needing access
+ * (NRMA_KEY_REMOTE_*): 0; -FI_EAGAIN while the key is looked up;
+ * -FI_EACCES when the peer has no such key, or its region does not
+ * cover the bytes or allow the access.
+ */
+int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
+		     uint64_t addr, uint64_t len, uint32_t access,
+		     struct nrma_remote *remote);
+void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op);
+void nrma_rkey_conn_close(struct nrma_conn *conn);
+
 /* RMA (nrma_rma.c) */
-size_t nrma_notify_wrs(const struct nrma_conn *conn, uint64_t key, bool read,
-		       bool fence, const struct nrma_sge *scratch,
+size_t nrma_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
+		       bool read, bool fence, const struct nrma_sge *scratch,
 		       struct nrma_wr *wr);
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,

@@ -111,6 +111,18 @@ static inline struct fi_info *itest_getinfo(void)
 	return info;
 }
 
+/*
+ * The remote address of buf in a registration that starts at base: its
+ * virtual address under FI_MR_VIRT_ADDR, else its offset (fi_mr(3)).
+ */
+static inline uint64_t itest_mr_addr(const struct fi_info *info,
+				     const void *base, const void *buf)
+{
+	if (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+		return (uintptr_t) buf;
+	return (uint64_t) ((const char *) buf - (const char *) base);
+}
+
 /* True when sa is the AF_INET address of the device under test. */
 static inline int itest_is_test_addr(const void *sa)
 {

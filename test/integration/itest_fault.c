@@ -50,7 +50,7 @@ void ft_target_run(const char *key, const char *stop_key,
 	for (int i = 0; i < FT_RECVS; i++)
 		ft_target_recv(&n, bufs, i);
 	info.name = n.name;
-	info.addr = (uintptr_t) buf;
+	info.addr = itest_mr_addr(itest_info, buf, buf);
 	info.key = fi_mr_key(mr);
 	itest_host_put(key, &info, sizeof(info));
 	/* Take what comes; put every receive back. */

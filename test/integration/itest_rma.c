@@ -188,7 +188,7 @@ struct fid_mr *rt_mr_reg_cntr(void *buf, size_t len, uint64_t access,
 
 struct rt_rkey rt_rkey_of(struct fid_mr *mr, const void *buf, size_t len)
 {
-	return (struct rt_rkey){ .addr = (uintptr_t) buf,
+	return (struct rt_rkey){ .addr = itest_mr_addr(itest_info, buf, buf),
 				 .len = len,
 				 .key = fi_mr_key(mr) };
 }

@@ -150,7 +150,7 @@ fi_addr_t rt_node_exchange(struct rt_node *n, struct itest_chan *ch);
 /* Memory registrations; what a peer needs to address one. */
 
 struct rt_rkey {
-	uint64_t addr; /* virtual address (FI_MR_VIRT_ADDR) */
+	uint64_t addr; /* of byte 0: virtual (FI_MR_VIRT_ADDR) or offset 0 */
 	uint64_t len;
 	uint64_t key;
 };

@@ -2,8 +2,9 @@
 /*
  * Memory registration: access modes, sizes, keys and argument checks, and
  * the rules of fi_mr_bind for remote-event counters, with and without
- * FI_MR_RMA_EVENT, including the domain's limit of notification cells
- * (FI_NRMA_NOTIFY_CELLS, set small here).
+ * FI_MR_RMA_EVENT, including the domain's limits of notification cells
+ * and of registrations (FI_NRMA_NOTIFY_CELLS, FI_NRMA_MR_MAX, set small
+ * here).
  */
 #include <sys/uio.h>
 
@@ -11,7 +12,8 @@
 
 #define ACCESS_BITS 6 /* FI_SEND ... FI_REMOTE_WRITE below */
 #define NSIZES	    3
-#define NCELLS	    6 /* FI_NRMA_NOTIFY_CELLS for this program */
+#define NCELLS	    6	/* FI_NRMA_NOTIFY_CELLS for this program */
+#define NMRS	    200 /* FI_NRMA_MR_MAX: above NSIZES * NCOMBOS */
 #define NCOMBOS	    ((1u << ACCESS_BITS) - 1) /* non-empty ones */
 
 static const uint64_t access_bit[ACCESS_BITS] = {
@@ -183,8 +185,8 @@ static void check_bind(void)
 			   &mr, NULL));
 	plain_key = fi_mr_key(mr);
 	CHECK_OK(fi_mr_bind(mr, &wc->fid, FI_REMOTE_WRITE));
-	CHECK(fi_mr_key(mr) != plain_key);
-	CHECK((uint32_t) fi_mr_key(mr) == (uint32_t) plain_key);
+	/* The key stays: its slot in the key table names the cell. */
+	CHECK(fi_mr_key(mr) == plain_key);
 	CHECK_RET(fi_mr_bind(mr, &rc->fid, FI_REMOTE_WRITE), -FI_EINVAL);
 	CHECK_RET(fi_mr_bind(mr, &rc->fid, FI_SEND), -FI_EBADFLAGS);
 	CHECK_RET(fi_mr_bind(mr, &rc->fid, 0), -FI_EINVAL);
@@ -220,6 +222,38 @@ static void check_cell_limit(void)
 	for (int i = 1; i <= NCELLS; i++)
 		CHECK_OK(fi_close(&mr[i]->fid));
 	CHECK_OK(fi_close(&cntr->fid));
+}
+
+/*
+ * mr_cnt registrations at once, not one more (-FI_ENOSPC); one closed
+ * makes room, and a key is never handed out twice.
+ */
+static void check_mr_limit(const struct fi_info *info)
+{
+	static char buf[64];
+	struct fid_mr *mr[NMRS + 1];
+	uint64_t key[NMRS + 2];
+
+	CHECK(info->domain_attr->mr_cnt == NMRS);
+	for (int i = 0; i < NMRS; i++) {
+		CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0,
+				   0, 0, &mr[i], NULL));
+		key[i] = fi_mr_key(mr[i]);
+	}
+	CHECK_RET(fi_mr_reg(domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0, 0,
+			    &mr[NMRS], NULL),
+		  -FI_ENOSPC);
+	for (int round = 0; round < 2; round++) {
+		CHECK_OK(fi_close(&mr[0]->fid));
+		CHECK_OK(fi_mr_reg(domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0,
+				   0, 0, &mr[0], NULL));
+		key[NMRS + round] = fi_mr_key(mr[0]);
+	}
+	for (int i = 0; i < NMRS + 2; i++)
+		for (int j = 0; j < i; j++)
+			CHECK(key[i] != key[j]);
+	for (int i = 0; i < NMRS; i++)
+		CHECK_OK(fi_close(&mr[i]->fid));
 }
 
 /* With FI_MR_RMA_EVENT only FI_RMA_EVENT registrations take counters. */
@@ -260,10 +294,12 @@ int main(void)
 {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
-	char cells[16];
+	char cells[16], mrs[16];
 
 	snprintf(cells, sizeof(cells), "%d", NCELLS);
+	snprintf(mrs, sizeof(mrs), "%d", NMRS);
 	CHECK(setenv("FI_NRMA_NOTIFY_CELLS", cells, 1) == 0);
+	CHECK(setenv("FI_NRMA_MR_MAX", mrs, 1) == 0);
 	info = itest_getinfo();
 	CHECK_OK(fi_fabric(info->fabric_attr, &fabric, NULL));
 	CHECK_OK(fi_domain(fabric, info, &domain, NULL));
@@ -273,6 +309,7 @@ int main(void)
 	check_bad_args();
 	check_bind();
 	check_cell_limit();
+	check_mr_limit(info);
 	CHECK_OK(fi_close(&domain->fid));
 	check_bind_rma_event_mode(fabric);
 	CHECK_OK(fi_close(&fabric->fid));

@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Notified RMA with keys whose counter binding is gone.  The parent is the
- * target, its child the initiator (see itest_notify.h).
+ * Notified RMA with keys that name nothing, or no longer.  The parent is
+ * the target, its child the initiator (see itest_notify.h).
  *
- * Keys whose counter binding is gone: the target closes one of its
- * counted registrations (its counter keeps its count and then closes).
- * A write and a read with a live data key but that registration's
- * notification cell, a write with its whole key, and a write whose cell
- * part is a data rkey each end in an error entry at the initiator and
- * bump its error count; no counter moves; writes with another counted key
- * then work and count.
+ * The target closes one of its counted registrations (its counter keeps
+ * its count and then closes).  A key the target never handed out, the
+ * closed key's slot under its next key, a range past a region's end and
+ * a read of a region registered for writes only each end in an error
+ * entry (FI_EACCES) at the initiator and bump its error count, with the
+ * connection still up; then the closed key itself, which the initiator
+ * used before, fails at the device.  No counter moves; writes with
+ * another counted key then work and count.
  */
 #include "itest_notify.h"
 
 #define P8_LEN	 4096
 #define P8_AFTER 3 /* operations with the live key at the end */
 
-enum { P8_PLAIN, P8_GONE, P8_LIVE, P8_KEYS };
+enum { P8_PLAIN, P8_GONE, P8_LIVE, P8_WONLY, P8_KEYS };
 
 static void target(void)
 {
@@ -31,6 +32,7 @@ static void target(void)
 	mr[P8_PLAIN] = rt_mr_reg(buf, P8_LEN, rw, 0);
 	mr[P8_GONE] = rt_mr_reg_cntr(buf, P8_LEN, rw, gone, rw);
 	mr[P8_LIVE] = rt_mr_reg_cntr(buf, P8_LEN, rw, live, rw);
+	mr[P8_WONLY] = rt_mr_reg(buf, P8_LEN, FI_REMOTE_WRITE, 0);
 	for (int k = 0; k < P8_KEYS; k++)
 		km.k[k] = rt_rkey_of(mr[k], buf, P8_LEN);
 	target_open(&t, 0, &km, 1);
@@ -55,11 +57,12 @@ static void target(void)
 		       "key after the errors: 0x%" PRIx64,
 		       i, buf[16 + i]);
 	rt_guard_check(buf, P8_LEN, "the target's buffer");
-	rt_note("keys of a closed counter binding: error completions, "
-		"nothing counted, the next operations work");
+	rt_note("keys that name nothing: error completions, nothing "
+		"counted, the next operations work");
 	target_close(&t, 1);
 	RT_OK(fi_close(&mr[P8_PLAIN]->fid));
 	RT_OK(fi_close(&mr[P8_LIVE]->fid));
+	RT_OK(fi_close(&mr[P8_WONLY]->fid));
 	itest_cntr_close(live);
 	rt_guarded_free(buf);
 }
@@ -86,7 +89,7 @@ static void p8_ok(struct rt_node *n, bool read, uint64_t *local,
 
 /* An error entry at the initiator, its error count, and no other entry. */
 static void p8_fail(struct rt_node *n, bool read, const struct rt_rkey *rk,
-		    uint64_t key, const char *what)
+		    uint64_t key, const char *what, struct fi_cq_err_entry *err)
 {
 	struct fid_cntr *cntr = read ? n->read_cntr : n->write_cntr;
 	uint64_t errs = fi_cntr_readerr(cntr), local = stamp(8000);
@@ -94,6 +97,7 @@ static void p8_fail(struct rt_node *n, bool read, const struct rt_rkey *rk,
 
 	RT_POST(p8_post(n, read, &local, rk, key, 8), "%s", what);
 	e = rt_cq_wait_err(n->tx, "the error entry of %s", what);
+	*err = e;
 	rt_note("   %s: err %d (%s), prov_errno %d", what, e.err,
 		fi_strerror(e.err), e.prov_errno);
 	EXPECT(e.err > 0 && e.prov_errno != 0, "%s: err %d, prov_errno %d",
@@ -107,12 +111,25 @@ static void p8_fail(struct rt_node *n, bool read, const struct rt_rkey *rk,
 	       what, errs, fi_cntr_readerr(cntr));
 }
 
+/* An error the provider raises before the operation goes: FI_EACCES. */
+static void p8_refused(struct rt_node *n, bool read, const struct rt_rkey *rk,
+		       uint64_t key, const char *what)
+{
+	struct fi_cq_err_entry e;
+
+	p8_fail(n, read, rk, key, what, &e);
+	EXPECT(e.err == FI_EACCES, "%s: err %d, expected FI_EACCES", what,
+	       e.err);
+}
+
 static void initiator(uint64_t me)
 {
 	struct rt_node_opts o = { .tx_errors_ok = true,
 				  .write_cntr = true,
 				  .read_cntr = true };
-	uint64_t local[P8_AFTER + 1], data_rkey, gone_cell, plain_as_cell;
+	uint64_t local[P8_AFTER + 1];
+	struct fi_cq_err_entry e;
+	struct rt_rkey past_end;
 	struct keymsg km;
 	struct rt_node n;
 
@@ -132,18 +149,19 @@ static void initiator(uint64_t me)
 	itest_signal(&cc, SIG_WARM);
 	rt_expect(&cc, SIG_GO, "the target closing a registration");
 
-	/* Live data rkey, gone cell; gone key; a data rkey as the cell. */
-	data_rkey = km.k[P8_PLAIN].key & 0xffffffffu;
-	gone_cell = km.k[P8_GONE].key & ~0xffffffffULL;
-	plain_as_cell = data_rkey << 32;
-	p8_fail(&n, false, &km.k[P8_PLAIN], data_rkey | gone_cell,
-		"a write with a live data key and a closed binding's cell");
-	p8_fail(&n, true, &km.k[P8_PLAIN], data_rkey | gone_cell,
-		"a read with a live data key and a closed binding's cell");
+	p8_refused(&n, false, &km.k[P8_PLAIN], km.k[P8_LIVE].key + 100,
+		   "a write with a key the target never handed out");
+	p8_refused(&n, false, &km.k[P8_GONE], km.k[P8_GONE].key + (1ULL << 32),
+		   "a write with the closed key's slot under its next key");
+	past_end = km.k[P8_PLAIN];
+	past_end.addr += P8_LEN - 8 * 8;
+	p8_refused(&n, false, &past_end, past_end.key,
+		   "a write that ends past its region");
+	p8_refused(&n, true, &km.k[P8_WONLY], km.k[P8_WONLY].key,
+		   "a read of a region registered for remote writes only");
+	/* Looked up before: the device refuses it, and the connection. */
 	p8_fail(&n, false, &km.k[P8_GONE], km.k[P8_GONE].key,
-		"a write with the closed registration's key");
-	p8_fail(&n, false, &km.k[P8_PLAIN], data_rkey | plain_as_cell,
-		"a write whose cell part is a data rkey");
+		"a write with the closed registration's key", &e);
 	for (int i = 0; i < P8_AFTER; i++) {
 		local[i] = stamp(8100 + i);
 		p8_ok(&n, false, &local[i], &km.k[P8_LIVE], 16 + i,

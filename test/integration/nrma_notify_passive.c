@@ -261,7 +261,7 @@ static void target_publish(struct target *t, const int *wfd, long ninit)
 
 	CHECK_OK(fi_getname(&t->n.ep->fid, &tm.name, &len));
 	for (int i = 0; i < 2; i++) {
-		tm.addr[i] = (uintptr_t) t->buf[i];
+		tm.addr[i] = itest_mr_addr(t->n.info, t->buf[i], t->buf[i]);
 		tm.key[i] = fi_mr_key(t->mr[i]);
 	}
 	for (long i = 0; i < ninit; i++)

@@ -48,9 +48,11 @@
 	 FI_SHARED_AV)
 
 /* Memory registration: virtual addresses, allocated memory, provider keys. */
-#define BASIC_MAP (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define BASIC_MAP   (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+/* What nrma needs of them: peers address its regions by offset. */
+#define MR_REQUIRED (FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 /* Ordering RC gives at the target. */
-#define MSG_ORDER (FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
+#define MSG_ORDER   (FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
 
 /* fi_getinfo(3): primary capabilities must be asked for to be granted. */
 #define PRIMARY_CAPS                                                      \
@@ -189,8 +191,8 @@ static void assert_caps_consistent(const struct fi_info *info)
 	if ((info->caps | info->tx_attr->caps | info->rx_attr->caps) &
 	    RMA_TARGET_CAPS)
 		assert_true(info->domain_attr->mr_mode == FI_MR_BASIC ||
-			    (info->domain_attr->mr_mode & BASIC_MAP) ==
-				    BASIC_MAP);
+			    (info->domain_attr->mr_mode & MR_REQUIRED) ==
+				    MR_REQUIRED);
 }
 
 /* nrma_info_alloc */
@@ -283,14 +285,15 @@ static void test_alloc_fields(void **state)
 	assert_int_equal(info->domain_attr->control_progress, FI_PROGRESS_AUTO);
 	assert_int_equal(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
 	assert_int_equal(info->domain_attr->av_type, FI_AV_UNSPEC);
-	/* RMA targets need memory registered the way verbs does it. */
+	/* RMA targets need provider keys; peers address by offset. */
 	assert_int_equal(info->domain_attr->mr_mode,
-			 FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+			 FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 	assert_int_equal(info->domain_attr->mr_key_size, 8);
 	assert_int_equal(info->domain_attr->cq_data_size, 4);
 	assert_int_equal(info->domain_attr->cq_cnt, 1048576);
 	assert_int_equal(info->domain_attr->ep_cnt, 1048560);
-	assert_int_equal(info->domain_attr->mr_cnt, 524287);
+	/* The key table's size, below the device's 524287. */
+	assert_int_equal(info->domain_attr->mr_cnt, nrma_params.mr_max);
 	assert_int_equal(info->domain_attr->mr_iov_limit, 1);
 	assert_int_equal(info->domain_attr->cntr_cnt, nrma_params.cntr_max);
 	assert_null(info->src_addr);
@@ -307,12 +310,14 @@ static void test_alloc_clamps_to_device(void **state)
 	(void) state;
 	nrma_params.tx_size = 4 * 1048576;
 	nrma_params.rx_size = 3 * 1048576;
+	nrma_params.mr_max = 1048576;
 	test_dev.limits.max_srq_wr = 4096;
 	info = nrma_info_alloc(&test_dev);
 	nrma_params = saved;
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->size, 1048576);
 	assert_int_equal(info->rx_attr->size, 4096);
+	assert_int_equal(info->domain_attr->mr_cnt, 524287);
 	fi_freeinfo(info);
 }
 
@@ -422,14 +427,14 @@ static void test_no_hints(void **state)
 	assert_int_equal(info->caps, FULL_OFFER);
 	assert_int_equal(info->tx_attr->caps, TX_OFFER);
 	assert_int_equal(info->rx_attr->caps, RX_OFFER);
-	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+	assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
 	assert_int_equal(info->tx_attr->size, 256);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 
 	info = NULL;
 	assert_int_equal(match(V(1, 5), NULL, &info), 0);
-	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+	assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
 	fi_freeinfo(info);
 
 	/* Pre-1.5 applications read mr_mode as an enum. */
@@ -476,7 +481,7 @@ static void test_empty_hints(void **state)
 	assert_int_equal(info->caps, FULL_OFFER);
 	assert_int_equal(info->tx_attr->caps, offered().tx_caps);
 	assert_int_equal(info->rx_attr->caps, offered().rx_caps);
-	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+	assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
@@ -502,7 +507,7 @@ static void test_ep_type(void **state)
  * Asks for caps (with an mr_mode) and checks the answer: granted, at least
  * what was asked, nothing beyond the offer, and no primary capability that
  * was not asked for (fi_getinfo(3)).  The domain capabilities always come.
- * The mr_mode returned is what the granted caps need: BASIC_MAP for an
+ * The mr_mode returned is what the granted caps need: MR_REQUIRED for an
  * RMA target, nothing otherwise.
  */
 static void assert_caps_granted_mr(uint64_t caps, int mr_mode)
@@ -517,7 +522,7 @@ static void assert_caps_granted_mr(uint64_t caps, int mr_mode)
 	assert_bits_clear(info->caps, ~offer.caps);
 	assert_int_equal(info->caps & PRIMARY_CAPS, caps & PRIMARY_CAPS);
 	assert_int_equal(info->domain_attr->mr_mode,
-			 (caps & RMA_TARGET_CAPS) ? BASIC_MAP : 0);
+			 (caps & RMA_TARGET_CAPS) ? MR_REQUIRED : 0);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
@@ -614,7 +619,7 @@ static void test_caps_narrowed(void **state)
 			 FI_RMA | FI_WRITE | FI_REMOTE_WRITE | DOMAIN_CAPS);
 	assert_int_equal(info->tx_attr->caps, FI_RMA | FI_WRITE);
 	assert_int_equal(info->rx_attr->caps, FI_RMA | FI_REMOTE_WRITE);
-	assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+	assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 
@@ -939,13 +944,12 @@ static void test_mr_mode_v1_5(void **state)
 		FI_MR_SCALABLE | BASIC_MAP,
 		FI_MR_SCALABLE | FI_MR_LOCAL,
 	};
-	/* mr_modes that lack at least one BASIC_MAP bit. */
+	/* mr_modes that lack FI_MR_ALLOCATED or FI_MR_PROV_KEY. */
 	static const int no_rma[] = {
 		FI_MR_UNSPEC,
 		FI_MR_LOCAL,
 		FI_MR_RMA_EVENT,
 		FI_MR_ENDPOINT,
-		FI_MR_ALLOCATED | FI_MR_PROV_KEY,
 		FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
 		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED,
 		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
@@ -992,11 +996,19 @@ static void test_mr_mode_v1_5(void **state)
 			assert_int_equal(match(v, hints, NULL), -FI_ENODATA);
 		}
 
-		/* BASIC_MAP, with more besides: exactly BASIC_MAP back. */
+		/* Without FI_MR_VIRT_ADDR: offsets are what we do anyway. */
+		hints->caps = 0;
+		hints->domain_attr->mr_mode = MR_REQUIRED;
+		info = match_ok(v, hints);
+		assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
+		assert_int_equal(info->caps, FULL_OFFER);
+		fi_freeinfo(info);
+
+		/* BASIC_MAP, with more besides: exactly MR_REQUIRED back. */
 		hints->caps = 0;
 		hints->domain_attr->mr_mode = FI_MR_LOCAL | BASIC_MAP;
 		info = match_ok(v, hints);
-		assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+		assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
 		assert_int_equal(info->caps, FULL_OFFER);
 		assert_int_equal(info->tx_attr->caps, TX_OFFER);
 		assert_int_equal(info->rx_attr->caps, RX_OFFER);
@@ -1005,7 +1017,7 @@ static void test_mr_mode_v1_5(void **state)
 					      FI_MR_MMU_NOTIFY | BASIC_MAP;
 		hints->caps = FI_MSG | FI_RMA;
 		info = match_ok(v, hints);
-		assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+		assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
 		assert_int_equal(info->caps, FI_MSG | FI_RMA | DOMAIN_CAPS);
 		fi_freeinfo(info);
 
@@ -1015,19 +1027,19 @@ static void test_mr_mode_v1_5(void **state)
 		hints->caps = 0;
 		info = match_ok(v, hints);
 		assert_int_equal(info->domain_attr->mr_mode,
-				 BASIC_MAP | FI_MR_RMA_EVENT);
+				 MR_REQUIRED | FI_MR_RMA_EVENT);
 		assert_bits_set(info->caps, FI_RMA_EVENT);
 		assert_bits_set(info->rx_attr->caps, FI_RMA_EVENT);
 		fi_freeinfo(info);
 		hints->caps = FI_RMA | FI_RMA_EVENT;
 		info = match_ok(v, hints);
 		assert_int_equal(info->domain_attr->mr_mode,
-				 BASIC_MAP | FI_MR_RMA_EVENT);
+				 MR_REQUIRED | FI_MR_RMA_EVENT);
 		fi_freeinfo(info);
 		/* ...and not when it does not. */
 		hints->caps = FI_RMA;
 		info = match_ok(v, hints);
-		assert_int_equal(info->domain_attr->mr_mode, BASIC_MAP);
+		assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
 		assert_bits_clear(info->caps, FI_RMA_EVENT);
 		fi_freeinfo(info);
 		hints->caps = 0;
@@ -1036,7 +1048,7 @@ static void test_mr_mode_v1_5(void **state)
 		assert_int_equal(info->rx_attr->caps, FI_MSG | FI_RECV);
 		assert_bits_set(info->caps, FI_RMA_EVENT);
 		assert_int_equal(info->domain_attr->mr_mode,
-				 BASIC_MAP | FI_MR_RMA_EVENT);
+				 MR_REQUIRED | FI_MR_RMA_EVENT);
 		fi_freeinfo(info);
 		hints->rx_attr->caps = 0;
 
@@ -1295,7 +1307,7 @@ static void test_domain_limits(void **state)
 	hints->domain_attr->cq_cnt = 1048577;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->domain_attr->cq_cnt = 0;
-	hints->domain_attr->mr_cnt = 524288;
+	hints->domain_attr->mr_cnt = nrma_params.mr_max + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->domain_attr->mr_cnt = 0;
 	hints->domain_attr->cntr_cnt = nrma_params.cntr_max + 1;
@@ -1398,7 +1410,7 @@ static void test_getinfo_all_devices(void **state)
 	/* Without hints, everything on offer, RMA included. */
 	for (struct fi_info *cur = info; cur; cur = cur->next) {
 		assert_int_equal(cur->caps, FULL_OFFER);
-		assert_int_equal(cur->domain_attr->mr_mode, BASIC_MAP);
+		assert_int_equal(cur->domain_attr->mr_mode, MR_REQUIRED);
 		assert_caps_consistent(cur);
 	}
 	fi_freeinfo(info);
@@ -1486,7 +1498,7 @@ static void test_getinfo_hints(void **state)
 	assert_null(info->next->next);
 	for (struct fi_info *cur = info; cur; cur = cur->next) {
 		assert_int_equal(cur->caps & PRIMARY_CAPS, FI_MSG | FI_RMA);
-		assert_int_equal(cur->domain_attr->mr_mode, BASIC_MAP);
+		assert_int_equal(cur->domain_attr->mr_mode, MR_REQUIRED);
 		assert_caps_consistent(cur);
 	}
 	fi_freeinfo(info);

@@ -260,6 +260,36 @@ static void test_tombstone_churn(void **state)
 	nrma_hash_fini(&hash);
 }
 
+static size_t released;
+static uint64_t released_sum;
+
+static void count_release(void *value)
+{
+	released++;
+	released_sum += (uintptr_t) value;
+}
+
+/* Every live value, and only those, goes to release, once. */
+static void test_fini_values(void **state)
+{
+	struct nrma_hash hash;
+
+	(void) state;
+	nrma_hash_init(&hash);
+	nrma_hash_fini_values(&hash, count_release);
+	assert_int_equal(released, 0);
+	for (uint32_t k = 1; k <= 100; k++)
+		assert_int_equal(nrma_hash_insert(&hash, k, val(k)), 0);
+	for (uint32_t k = 1; k <= 100; k += 2)
+		nrma_hash_remove(&hash, k);
+	nrma_hash_fini_values(&hash, count_release);
+	assert_int_equal(released, 50);
+	/* val(k) = 8k + 8 for the even k in 2..100 */
+	assert_int_equal(released_sum, 8 * 2550 + 8 * 50);
+	assert_int_equal(hash.capacity, 0);
+	assert_null(nrma_hash_find(&hash, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_collisions),
 		cmocka_unit_test(test_many_keys),
 		cmocka_unit_test(test_tombstone_churn),
+		cmocka_unit_test(test_fini_values),
 	};
 
 	return cmocka_run_group_tests_name("nrma_hash", tests, NULL, NULL);

@@ -8,7 +8,6 @@
 
 #include <arpa/inet.h>
 
-#include "nrma_notify.h"
 #include "nrma_proto.h"
 
 static void test_cm_data_roundtrip(void **state)
@@ -135,18 +134,114 @@ static void test_hdr_rndv(void **state)
 	assert_int_equal(nrma_hdr_check(hdr, len), -FI_EINVAL);
 }
 
-static void test_mr_key(void **state)
+static void test_key_layout(void **state)
 {
-	uint64_t key = nrma_mr_key(0x12345678, 0x9abcdef0);
+	(void) state;
+	/* A fresh table's first slots give the keys 1, 2, ... */
+	assert_int_equal(nrma_key_make(0, 0), 1);
+	assert_int_equal(nrma_key_make(1, 0), 2);
+	assert_int_equal(nrma_key_make(5, 3), 3ULL << 32 | 6);
+	assert_int_equal(nrma_key_index(nrma_key_make(5, 3)), 5);
+	assert_int_equal(nrma_key_index(nrma_key_make(UINT32_MAX - 1, 0)),
+			 UINT32_MAX - 1);
+	/* Key 0 names no slot; a slot used again has a new key. */
+	assert_int_equal(nrma_key_index(0), UINT32_MAX);
+	assert_true(nrma_key_make(5, 4) != nrma_key_make(5, 3));
+}
+
+static struct nrma_key_slot slot_of(uint64_t key)
+{
+	struct nrma_key_slot slot = {
+		.key = key,
+		.addr = 0x10000,
+		.len = 4096,
+		.rkey = 0x1234,
+		.cell_rkey = 0x5678,
+		.access = NRMA_KEY_REMOTE_WRITE,
+	};
+
+	slot.check = nrma_key_slot_check(&slot);
+	return slot;
+}
+
+static void test_key_slot_verdict(void **state)
+{
+	struct nrma_key_slot slot = slot_of(7), out;
+	char raw[sizeof(slot) + 1];
 
 	(void) state;
-	assert_int_equal(key, 0x9abcdef012345678ULL);
-	assert_int_equal(nrma_mr_key_rkey(key), 0x12345678);
-	assert_int_equal(nrma_mr_key_cell(key), 0x9abcdef0);
-	/* without a cell the key is the plain rkey */
-	assert_int_equal(nrma_mr_key(7, 0), 7);
-	assert_int_equal(nrma_mr_key_cell(7), 0);
-	assert_int_equal(nrma_mr_key_rkey(UINT64_MAX), UINT32_MAX);
+	/* From an unaligned buffer, as a read lands in a bounce buffer. */
+	memcpy(raw + 1, &slot, sizeof(slot));
+	assert_int_equal(nrma_key_slot_verdict(raw + 1, 7, &out),
+			 NRMA_KEY_VALID);
+	assert_int_equal(out.rkey, 0x1234);
+	assert_int_equal(out.cell_rkey, 0x5678);
+	/* Another generation's key, an empty slot, key 0: not ours. */
+	assert_int_equal(nrma_key_slot_verdict(&slot, 7 | 1ULL << 32, &out),
+			 NRMA_KEY_ABSENT);
+	slot.key = 0;
+	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out),
+			 NRMA_KEY_ABSENT);
+	assert_int_equal(nrma_key_slot_verdict(&slot, 0, &out),
+			 NRMA_KEY_ABSENT);
+	/* Any field changed behind the check: read again. */
+	slot = slot_of(7);
+	slot.cell_rkey = 0;
+	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out), NRMA_KEY_TORN);
+	slot = slot_of(7);
+	slot.len++;
+	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out), NRMA_KEY_TORN);
+	slot = slot_of(7);
+	slot.access |= NRMA_KEY_REMOTE_READ;
+	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out), NRMA_KEY_TORN);
+}
+
+static void test_key_slot_target(void **state)
+{
+	struct nrma_key_slot slot = slot_of(7);
+	uint64_t raddr = 0;
+
+	(void) state;
+	/* By offset, up to the end and no further. */
+	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 4096,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 0);
+	assert_int_equal(raddr, 0x10000);
+	assert_int_equal(nrma_key_slot_target(&slot, false, 4088, 8,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 0);
+	assert_int_equal(raddr, 0x10000 + 4088);
+	assert_int_equal(nrma_key_slot_target(&slot, false, 4096, 0,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 0);
+	assert_int_equal(nrma_key_slot_target(&slot, false, 4089, 8,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 4097,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	/* Lengths and offsets that would wrap. */
+	assert_int_equal(nrma_key_slot_target(&slot, false, UINT64_MAX, 2,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	assert_int_equal(nrma_key_slot_target(&slot, false, 8, UINT64_MAX,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	/* By virtual address: inside the region only. */
+	assert_int_equal(nrma_key_slot_target(&slot, true, 0x10008, 8,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 0);
+	assert_int_equal(raddr, 0x10008);
+	assert_int_equal(nrma_key_slot_target(&slot, true, 0xfff8, 8,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	assert_int_equal(nrma_key_slot_target(&slot, true, 0x10ff9, 8,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	/* A right the region does not give. */
+	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 8,
+					      NRMA_KEY_REMOTE_READ, &raddr),
+			 -FI_EACCES);
 }
 
 int main(void)
@@ -156,7 +251,9 @@ int main(void)
 		cmocka_unit_test(test_cm_data_rejects_foreign),
 		cmocka_unit_test(test_hdr_eager_and_ack),
 		cmocka_unit_test(test_hdr_rndv),
-		cmocka_unit_test(test_mr_key),
+		cmocka_unit_test(test_key_layout),
+		cmocka_unit_test(test_key_slot_verdict),
+		cmocka_unit_test(test_key_slot_target),
 	};
 
 	return cmocka_run_group_tests_name("nrma_proto", tests, NULL, NULL);

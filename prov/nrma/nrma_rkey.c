@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Peers' MR keys.  A key names a slot of the peer domain's key table
+ * (nrma_keytab.c); the first operation with a key on a connection reads
+ * that slot with RDMA read and waits for it (or, after a while, returns
+ * -FI_EAGAIN, as the first operation to a peer does while it connects),
+ * and what the slot says serves every later operation on the connection.  Keys are never reused, so what we learned
+ * cannot come to name another region: an operation on a region closed
+ * since fails at the device, as it would with the verbs rkey itself.
+ *
+ * What an operation may touch is checked here, before it goes: a key the
+ * peer does not have, or a range or right the region does not give, ends
+ * the operation in -FI_EACCES, and the connection stays up.
+ */
+#include <stdlib.h>
+
+#include "nrma_xfer.h"
+
+/* How long an operation waits for its key's slot before -FI_EAGAIN. */
+#define NRMA_RKEY_WAIT_MS 100
+
+enum nrma_rkey_state {
+	NRMA_RKEY_UNKNOWN, /* to be read */
+	NRMA_RKEY_READING, /* its slot is on its way */
+	NRMA_RKEY_KNOWN,
+	NRMA_RKEY_ABSENT, /* the peer said no: the next use fails */
+};
+
+/* What we know of the key that last used one of the peer's slots. */
+struct nrma_rkey {
+	enum nrma_rkey_state state;
+	uint64_t key;
+	struct nrma_key_slot slot; /* NRMA_RKEY_KNOWN */
+};
+
+static void rkey_free(void *rkey)
+{
+	free(rkey);
+}
+
+void nrma_rkey_conn_close(struct nrma_conn *conn)
+{
+	nrma_hash_fini_values(&conn->rkeys, rkey_free);
+}
+
+/* Reads rk's slot at the peer; it stays NRMA_RKEY_UNKNOWN if it cannot. */
+static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
+		      struct nrma_rkey *rk)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_op *op = nrma_op_alloc_buf(x, NRMA_OP_RESOLVE, conn);
+	struct nrma_sge sge;
+	struct nrma_wr wr;
+
+	if (!op)
+		return;
+	sge = nrma_tx_buf_sge(x, op, sizeof(struct nrma_key_slot));
+	wr = (struct nrma_wr){
+		.op = NRMA_WR_READ,
+		.sge = &sge,
+		.sge_count = 1,
+		.raddr = (uint64_t) nrma_key_index(rk->key) *
+			 sizeof(struct nrma_key_slot),
+		.rkey = conn->keytab_rkey,
+	};
+	op->resolving = rk->key;
+	if (nrma_op_post(x, op, &wr, 1))
+		nrma_op_free(x, op);
+	else
+		rk->state = NRMA_RKEY_READING;
+}
+
+/*
+ * Progresses the endpoint while rk's slot is on its way, for a while:
+ * applications that never see -FI_EAGAIN from a connected peer's RMA
+ * keep not seeing it.  The connection cannot go meanwhile: we hold it.
+ */
+static void rkey_wait(struct nrma_ep *ep, struct nrma_conn *conn,
+		      const struct nrma_rkey *rk)
+{
+	int64_t until = nrma_now_ms() + NRMA_RKEY_WAIT_MS;
+
+	conn->refs++;
+	while (rk->state == NRMA_RKEY_READING &&
+	       conn->state == NRMA_CONN_CONNECTED && nrma_now_ms() < until)
+		nrma_progress_poll(ep);
+	conn->refs--;
+}
+
+/* What we know of the key using key's slot; NULL when out of memory. */
+static struct nrma_rkey *rkey_entry(struct nrma_conn *conn, uint64_t key)
+{
+	struct nrma_rkey *rk = nrma_hash_find(&conn->rkeys, (uint32_t) key);
+
+	if (rk)
+		return rk;
+	rk = calloc(1, sizeof(*rk));
+	if (rk && nrma_hash_insert(&conn->rkeys, (uint32_t) key, rk)) {
+		free(rk);
+		return NULL;
+	}
+	return rk;
+}
+
+int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
+		     uint64_t addr, uint64_t len, uint32_t access,
+		     struct nrma_remote *remote)
+{
+	bool virt_addr = ep->info->domain_attr->mr_mode &
+			 (FI_MR_VIRT_ADDR | FI_MR_BASIC);
+	struct nrma_rkey *rk;
+
+	if (nrma_key_index(key) >= conn->keytab_slots)
+		return -FI_EACCES;
+	rk = rkey_entry(conn, key);
+	if (!rk)
+		return -FI_EAGAIN;
+	if (rk->state != NRMA_RKEY_READING &&
+	    (rk->key != key || rk->state == NRMA_RKEY_UNKNOWN)) {
+		rk->key = key;
+		rk->state = NRMA_RKEY_UNKNOWN;
+		rkey_read(ep, conn, rk);
+	}
+	if (rk->state == NRMA_RKEY_READING)
+		rkey_wait(ep, conn, rk);
+	/* Still on its way, or what came was another key's. */
+	if (rk->key != key || rk->state == NRMA_RKEY_READING ||
+	    rk->state == NRMA_RKEY_UNKNOWN)
+		return -FI_EAGAIN;
+	if (rk->state == NRMA_RKEY_ABSENT) {
+		rk->state = NRMA_RKEY_UNKNOWN; /* the next use asks again */
+		return -FI_EACCES;
+	}
+	remote->rkey = rk->slot.rkey;
+	remote->cell_rkey = rk->slot.cell_rkey;
+	return nrma_key_slot_target(&rk->slot, virt_addr, addr, len, access,
+				    &remote->addr);
+}
+
+static enum nrma_rkey_state rkey_state_of(enum nrma_key_verdict verdict)
+{
+	switch (verdict) {
+	case NRMA_KEY_VALID:
+		return NRMA_RKEY_KNOWN;
+	case NRMA_KEY_ABSENT:
+		return NRMA_RKEY_ABSENT;
+	default:
+		return NRMA_RKEY_UNKNOWN; /* torn: read again */
+	}
+}
+
+/* A slot read came back (or failed with its connection). */
+void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
+{
+	struct nrma_rkey *rk =
+		nrma_hash_find(&op->conn->rkeys, (uint32_t) op->resolving);
+	enum nrma_key_verdict verdict = NRMA_KEY_TORN;
+	struct nrma_key_slot slot;
+
+	if (!op->error)
+		verdict = nrma_key_slot_verdict(
+			nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
+			op->resolving, &slot);
+	if (rk && rk->key == op->resolving && rk->state == NRMA_RKEY_READING) {
+		rk->state = rkey_state_of(verdict);
+		if (verdict == NRMA_KEY_VALID)
+			rk->slot = slot;
+	}
+	nrma_op_free(ep->xfer, op);
+}
