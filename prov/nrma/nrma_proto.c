@@ -83,8 +83,10 @@ int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
 {
 	uint64_t offset = virt_addr ? addr - slot->addr : addr;
 
-	if ((access & ~slot->access) || (virt_addr && addr < slot->addr) ||
-	    offset > slot->len || len > slot->len - offset)
+	/* No region wraps the address space: that slot is a peer's lie. */
+	if ((access & ~slot->access) || slot->len > UINT64_MAX - slot->addr ||
+	    (virt_addr && addr < slot->addr) || offset > slot->len ||
+	    len > slot->len - offset)
 		return -FI_EACCES;
 	*raddr = slot->addr + offset;
 	return 0;

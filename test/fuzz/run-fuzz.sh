@@ -8,7 +8,7 @@ src=$1 out=$2 secs=$3
 shift 3
 cc=${FUZZ_CC:-clang}
 mkdir -p "$out"
-for t in hdr cm_data; do
+for t in hdr cm_data key_slot; do
 	"$cc" -g -O1 -fsanitize=fuzzer,address,undefined \
 		-I"$src/include" -I"$src/src" -I"$src/prov/nrma" "$@" \
 		"$src/test/fuzz/fuzz_$t.c" "$src/prov/nrma/nrma_proto.c" \

@@ -238,6 +238,12 @@ static void test_key_slot_target(void **state)
 	assert_int_equal(nrma_key_slot_target(&slot, true, 0x10ff9, 8,
 					      NRMA_KEY_REMOTE_WRITE, &raddr),
 			 -FI_EACCES);
+	/* A region that wraps the address space is a peer's lie. */
+	slot.addr = UINT64_MAX - 8;
+	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 8,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	slot = slot_of(7);
 	/* A right the region does not give. */
 	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 8,
 					      NRMA_KEY_REMOTE_READ, &raddr),
