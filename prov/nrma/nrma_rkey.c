@@ -4,9 +4,10 @@
  * (nrma_keytab.c); the first operation with a key on a connection reads
  * that slot with RDMA read and waits for it (or, after a while, returns
  * -FI_EAGAIN, as the first operation to a peer does while it connects),
- * and what the slot says serves every later operation on the connection.  Keys are never reused, so what we learned
- * cannot come to name another region: an operation on a region closed
- * since fails at the device, as it would with the verbs rkey itself.
+ * and what the slot says serves every later operation on the connection.
+ * Keys are never reused, so what we learned cannot come to name another
+ * region: an operation on a region closed since fails at the device, as
+ * it would with the verbs rkey itself.
  *
  * What an operation may touch is checked here, before it goes: a key the
  * peer does not have, or a range or right the region does not give, ends
@@ -33,14 +34,9 @@ struct nrma_rkey {
 	struct nrma_key_slot slot; /* NRMA_RKEY_KNOWN */
 };
 
-static void rkey_free(void *rkey)
-{
-	free(rkey);
-}
-
 void nrma_rkey_conn_close(struct nrma_conn *conn)
 {
-	nrma_hash_fini_values(&conn->rkeys, rkey_free);
+	nrma_hash_fini_values(&conn->rkeys, free);
 }
 
 /* Reads rk's slot at the peer; it stays NRMA_RKEY_UNKNOWN if it cannot. */
