@@ -119,6 +119,8 @@ extern size_t nrma_device_count;
 
 /* Attributes and hint matching (nrma_attr.c). */
 struct fi_info *nrma_info_alloc(const struct nrma_device *dev);
+/* Registrations a domain on dev holds at once: fi_info's mr_cnt. */
+size_t nrma_mr_cnt(const struct nrma_device *dev);
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints);
 void nrma_info_narrow(uint32_t version, struct fi_info *info,

@@ -157,7 +157,7 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	ret = nrma_rkey_target(ep, conn, a->key, a->addr, len,
 			       NRMA_KEY_REMOTE_WRITE, &remote);
 	if (ret == -FI_EACCES)
-		return nrma_tx_fail(ep, a->context, flags);
+		return nrma_tx_refuse(ep, a->context, flags);
 	if (ret)
 		return ret;
 	/* The device works on naturally aligned 64-bit words only. */

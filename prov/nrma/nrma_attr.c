@@ -72,6 +72,11 @@ int nrma_fabric_name(const struct sockaddr_in *addr,
 	return (n < 0 || (size_t) n >= len) ? -FI_ETOOSMALL : 0;
 }
 
+size_t nrma_mr_cnt(const struct nrma_device *dev)
+{
+	return min_size(dev->limits.max_mr, nrma_params.mr_max);
+}
+
 static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 {
 	const struct nrma_dev_limits *lim = &dev->limits;
@@ -123,7 +128,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->domain_attr->max_ep_rx_ctx = 1;
 	info->domain_attr->cntr_cnt = nrma_params.cntr_max;
 	info->domain_attr->mr_iov_limit = 1; /* a verbs MR is contiguous */
-	info->domain_attr->mr_cnt = min_size(lim->max_mr, nrma_params.mr_max);
+	info->domain_attr->mr_cnt = nrma_mr_cnt(dev);
 }
 
 struct fi_info *nrma_info_alloc(const struct nrma_device *dev)

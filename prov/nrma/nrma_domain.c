@@ -98,11 +98,7 @@ static int domain_resources_open(struct nrma_domain *domain,
 			       &domain->notify);
 	if (ret)
 		goto err_verbs;
-	/* As many slots as fi_info's mr_cnt says. */
-	ret = nrma_keytab_open(domain->verbs,
-			       dev->limits.max_mr < nrma_params.mr_max ?
-				       dev->limits.max_mr :
-				       nrma_params.mr_max,
+	ret = nrma_keytab_open(domain->verbs, nrma_mr_cnt(dev),
 			       &domain->keytab);
 	if (ret)
 		goto err_notify;

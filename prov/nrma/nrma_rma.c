@@ -158,7 +158,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 						  NRMA_KEY_REMOTE_WRITE,
 			     &remote);
 	if (n == -FI_EACCES)
-		return nrma_tx_fail(ep, a->context, flags);
+		return nrma_tx_refuse(ep, a->context, flags);
 	if (n)
 		return n;
 	if (imm && !nrma_credit_take(conn, NRMA_CREDIT_CTL))

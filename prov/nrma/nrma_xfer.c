@@ -197,7 +197,7 @@ void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op)
  * entry, FI_EACCES (also for fi_inject calls, which have no other way to
  * tell), and the connection stays up.
  */
-ssize_t nrma_tx_fail(struct nrma_ep *ep, void *context, uint64_t flags)
+ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags)
 {
 	xfer_tx_report(ep, context, flags, FI_EACCES,
 		       nrma_verbs_status_rem_access);

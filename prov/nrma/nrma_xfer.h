@@ -152,7 +152,7 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   struct nrma_verbs_mr **vmr, uint64_t *key);
 /* Reports an operation the application initiated. */
 void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op);
-ssize_t nrma_tx_fail(struct nrma_ep *ep, void *context, uint64_t flags);
+ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 				const struct nrma_op *op, size_t len);
 struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x);
