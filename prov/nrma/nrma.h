@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -411,6 +412,27 @@ extern struct fi_ops_atomic nrma_atomic_ops;
 int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 		      enum fi_op op, struct fi_atomic_attr *attr,
 		      uint64_t flags);
+
+/* Notification sets (nrma_nset.c, fi_ext_nrma.h). */
+int nrma_nset_open(struct fid_domain *domain,
+		   const struct fi_nrma_nset_attr *attr,
+		   struct fid_nrma_nset **nset, void *context);
+/* Notified RMA operations (nrma_rma.c): an endpoint's FI_NRMA_EP_OPS_1. */
+extern struct fi_nrma_ops_ep nrma_rma_notify_ops;
+
+/* fi_open_ops of an object that has one ops table, named want. */
+static inline int nrma_ops_open_named(const char *name, uint64_t flags,
+				      void **ops, const char *want, void *table)
+{
+	if (!name || !ops)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (strcmp(name, want))
+		return -FI_ENOSYS;
+	*ops = table;
+	return 0;
+}
 
 /*
  * Typed accessors: nrma_<obj>_of(struct fid_<obj> *) and

@@ -44,12 +44,27 @@ static int nrma_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return 0;
 }
 
+static struct fi_nrma_ops_domain nrma_domain_nrma_ops = {
+	.size = sizeof(struct fi_nrma_ops_domain),
+	.nset_open = nrma_nset_open,
+};
+
+/* fi_open_ops: the notification sets of fi_ext_nrma.h. */
+static int nrma_domain_ops_open(struct fid *fid, const char *name,
+				uint64_t flags, void **ops, void *context)
+{
+	(void) fid;
+	(void) context;
+	return nrma_ops_open_named(name, flags, ops, FI_NRMA_DOMAIN_OPS_1,
+				   &nrma_domain_nrma_ops);
+}
+
 static struct fi_ops nrma_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = nrma_domain_close,
 	.bind = nrma_domain_bind,
 	.control = nrma_no_control,
-	.ops_open = nrma_no_ops_open,
+	.ops_open = nrma_domain_ops_open,
 };
 
 static struct fi_ops_domain nrma_domain_ops = {

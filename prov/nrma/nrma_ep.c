@@ -324,12 +324,22 @@ static int nrma_ep_close(struct fid *fid)
 	return 0;
 }
 
+/* fi_open_ops: the notified operations of fi_ext_nrma.h. */
+static int nrma_ep_ops_open(struct fid *fid, const char *name, uint64_t flags,
+			    void **ops, void *context)
+{
+	(void) fid;
+	(void) context;
+	return nrma_ops_open_named(name, flags, ops, FI_NRMA_EP_OPS_1,
+				   &nrma_rma_notify_ops);
+}
+
 static struct fi_ops nrma_ep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = nrma_ep_close,
 	.bind = nrma_ep_bind,
 	.control = nrma_ep_control,
-	.ops_open = nrma_no_ops_open,
+	.ops_open = nrma_ep_ops_open,
 };
 
 static int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)

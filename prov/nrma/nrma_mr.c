@@ -5,6 +5,7 @@
  * (nrma_keytab.h) that holds the rkey, the region, and the rkey of the
  * registration's notification cell once a counter is bound.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "nrma.h"
@@ -28,6 +29,15 @@ static int nrma_mr_close(struct fid *fid)
 	ret = nrma_verbs_mr_dereg(mr->verbs);
 	if (ret)
 		return ret;
+	if (mr->remote.cell)
+		NRMA_DBG(FI_LOG_MR,
+			 "key 0x%" PRIx64 " closes: %" PRIu64
+			 " remote writes and %" PRIu64 " reads counted\n",
+			 mr->mr_fid.key,
+			 *nrma_notify_cell_word(mr->remote.cell,
+						NRMA_NOTIFY_WRITES),
+			 *nrma_notify_cell_word(mr->remote.cell,
+						NRMA_NOTIFY_READS));
 	nrma_remote_cntrs_close(&mr->remote);
 	atomic_fetch_sub(&mr->domain->ref, 1);
 	free(mr);
@@ -90,6 +100,10 @@ static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return ret;
 	nrma_keytab_set_cell(mr->domain->keytab, mr->mr_fid.key,
 			     nrma_remote_cntrs_rkey(&mr->remote));
+	NRMA_DBG(FI_LOG_MR, "key 0x%" PRIx64 " counts remote %s%s%s\n",
+		 mr->mr_fid.key, flags & FI_REMOTE_WRITE ? "writes" : "",
+		 flags == (FI_REMOTE_WRITE | FI_REMOTE_READ) ? " and " : "",
+		 flags & FI_REMOTE_READ ? "reads" : "");
 	return 0;
 }
 

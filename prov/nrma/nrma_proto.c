@@ -89,6 +89,9 @@ int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
 	    len > slot->len - offset)
 		return -FI_EACCES;
 	*raddr = slot->addr + offset;
+	/* Verbs atomics need 8-byte alignment, or the QP breaks. */
+	if ((access & NRMA_KEY_REMOTE_NOTIFY) && (len != 8 || *raddr % 8))
+		return -FI_EACCES;
 	return 0;
 }
 

@@ -127,8 +127,10 @@ static inline uint32_t nrma_key_index(uint64_t key)
 	return (uint32_t) key - 1;
 }
 
-#define NRMA_KEY_REMOTE_READ  (1 << 0)
-#define NRMA_KEY_REMOTE_WRITE (1 << 1) /* writes and atomics */
+#define NRMA_KEY_REMOTE_READ   (1 << 0)
+#define NRMA_KEY_REMOTE_WRITE  (1 << 1) /* writes and atomics */
+/* Notification set: 8-byte aligned fetch-and-adds alone. */
+#define NRMA_KEY_REMOTE_NOTIFY (1 << 2)
 
 /*
  * What an MR key names, as peers read it.  The owner writes a new slot's

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include <rdma/fi_ext_nrma.h>
 #include <rdma/fi_rma.h>
 
 #include "nrma_comp.h"
@@ -26,6 +27,7 @@ struct nrma_rma_args {
 	uint64_t flags; /* FI_READ or FI_WRITE, and op flags */
 	bool silent;	/* fi_inject_write(data): no completion */
 	void *context;
+	const struct fi_nrma_notify *notify; /* a set's counter to bump */
 };
 
 /* Where the data comes from or lands: a bounce buffer, or the iovs. */
@@ -69,20 +71,19 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 }
 
 /*
- * Bumps a word of a notification cell at the peer.  It follows its data
- * operation on the same queue pair: RC executes a write or an atomic
- * before it, but a read, whose responses may still be leaving the
- * target, only once fenced.
+ * Bumps a notification word at the peer.  It follows its data operation
+ * on the same queue pair: RC executes a write or an atomic before it,
+ * but a read, whose responses may still be leaving the target, only once
+ * fenced.
  */
-static struct nrma_wr rma_notify_wr(uint32_t rkey,
-				    const struct nrma_sge *scratch, bool read,
-				    bool fence)
+static struct nrma_wr rma_notify_wr(uint32_t rkey, uint64_t raddr,
+				    const struct nrma_sge *scratch, bool fence)
 {
 	return (struct nrma_wr){
 		.op = NRMA_WR_FETCH_ADD,
 		.sge = scratch,
 		.sge_count = 1,
-		.raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR,
+		.raddr = raddr,
 		.rkey = rkey,
 		.add = 1,
 		.fence = fence || nrma_params.notify_fence_always,
@@ -98,20 +99,22 @@ size_t nrma_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
 		       bool read, bool fence, const struct nrma_sge *scratch,
 		       struct nrma_wr *wr)
 {
+	uint64_t raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR;
 	size_t n = 0;
 
 	if (conn->notify_rkey)
 		wr[n++] =
-			rma_notify_wr(conn->notify_rkey, scratch, read, fence);
+			rma_notify_wr(conn->notify_rkey, raddr, scratch, fence);
 	if (cell_rkey)
-		wr[n++] = rma_notify_wr(cell_rkey, scratch, read, fence);
+		wr[n++] = rma_notify_wr(cell_rkey, raddr, scratch, fence);
 	return n;
 }
 
 static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 		      const struct nrma_remote *remote,
-		      const struct nrma_sge *sge, size_t sge_count,
-		      const struct nrma_sge *scratch, struct nrma_wr *wr)
+		      const struct nrma_remote *set, const struct nrma_sge *sge,
+		      size_t sge_count, const struct nrma_sge *scratch,
+		      struct nrma_wr *wr)
 {
 	bool read = a->flags & FI_READ;
 	size_t n = 0;
@@ -129,6 +132,8 @@ static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 	};
 	n += nrma_notify_wrs(op->conn, remote->cell_rkey, read, read, scratch,
 			     wr + n);
+	if (a->notify)
+		wr[n++] = rma_notify_wr(set->rkey, set->addr, scratch, read);
 	/* A zero-byte read returns only once the write before it is placed. */
 	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
 		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_READ,
@@ -143,8 +148,8 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	const struct nrma_rma_args *a = args;
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
-	struct nrma_wr wr[3];
-	struct nrma_remote remote;
+	struct nrma_wr wr[4];
+	struct nrma_remote remote, set;
 	struct nrma_op *op;
 	uint64_t flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
 			 nrma_tx_comp_flags(ep, a->flags, a->silent);
@@ -157,6 +162,11 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			     a->flags & FI_READ ? NRMA_KEY_REMOTE_READ :
 						  NRMA_KEY_REMOTE_WRITE,
 			     &remote);
+	if (!n && a->notify)
+		n = nrma_rkey_target(ep, conn, a->notify->set.key,
+				     a->notify->index * sizeof(uint64_t),
+				     sizeof(uint64_t), NRMA_KEY_REMOTE_NOTIFY,
+				     &set);
 	if (n == -FI_EACCES)
 		return nrma_tx_refuse(ep, a->context, flags);
 	if (n)
@@ -172,8 +182,9 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		n = rma_local(ep, op, a, sge);
 	}
 	if (n >= 0)
-		n = nrma_op_post(x, op, wr,
-				 rma_wrs(op, a, &remote, sge, n, &scratch, wr));
+		n = nrma_op_post(
+			x, op, wr,
+			rma_wrs(op, a, &remote, &set, sge, n, &scratch, wr));
 	if (n) {
 		if (imm)
 			nrma_credit_untake(conn, NRMA_CREDIT_CTL);
@@ -194,6 +205,10 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	/* The local and remote lengths agree, and reads are never injected. */
 	if ((size_t) len != a->len ||
 	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
+		return -FI_EINVAL;
+	/* An index the descriptor shows outside its set goes nowhere. */
+	if (a->notify && (a->notify->index >= a->notify->set.count ||
+			  a->notify->index >= FI_NRMA_NSET_MAX))
 		return -FI_EINVAL;
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len);
 }
@@ -226,7 +241,7 @@ void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 }
 
 static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
-		       uint64_t flags)
+		       const struct fi_nrma_notify *notify, uint64_t flags)
 {
 	struct nrma_rma_args a = {
 		.iov = msg->msg_iov,
@@ -236,6 +251,7 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 		.data = msg->data,
 		.flags = flags,
 		.context = msg->context,
+		.notify = notify,
 	};
 
 	/* One remote segment per operation: rma_iov_limit is 1. */
@@ -250,13 +266,13 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 static ssize_t nrma_rma_readmsg(struct fid_ep *ep_fid,
 				const struct fi_msg_rma *msg, uint64_t flags)
 {
-	return rma_msg(ep_fid, msg, (flags & ~FI_WRITE) | FI_READ);
+	return rma_msg(ep_fid, msg, NULL, (flags & ~FI_WRITE) | FI_READ);
 }
 
 static ssize_t nrma_rma_writemsg(struct fid_ep *ep_fid,
 				 const struct fi_msg_rma *msg, uint64_t flags)
 {
-	return rma_msg(ep_fid, msg, (flags & ~FI_READ) | FI_WRITE);
+	return rma_msg(ep_fid, msg, NULL, (flags & ~FI_READ) | FI_WRITE);
 }
 
 static ssize_t rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -378,4 +394,32 @@ struct fi_ops_rma nrma_rma_ops = {
 	.inject = nrma_rma_inject,
 	.writedata = nrma_rma_writedata,
 	.injectdata = nrma_rma_injectdata,
+};
+
+/* Notified operations (fi_ext_nrma.h): fi_readmsg or fi_writemsg, then +1
+ * on a counter of a notification set at the peer. */
+static ssize_t nrma_rma_readmsg_notify(struct fid_ep *ep_fid,
+				       const struct fi_msg_rma *msg,
+				       const struct fi_nrma_notify *notify,
+				       uint64_t flags)
+{
+	if (!notify)
+		return -FI_EINVAL;
+	return rma_msg(ep_fid, msg, notify, (flags & ~FI_WRITE) | FI_READ);
+}
+
+static ssize_t nrma_rma_writemsg_notify(struct fid_ep *ep_fid,
+					const struct fi_msg_rma *msg,
+					const struct fi_nrma_notify *notify,
+					uint64_t flags)
+{
+	if (!notify)
+		return -FI_EINVAL;
+	return rma_msg(ep_fid, msg, notify, (flags & ~FI_READ) | FI_WRITE);
+}
+
+struct fi_nrma_ops_ep nrma_rma_notify_ops = {
+	.size = sizeof(struct fi_nrma_ops_ep),
+	.writemsg = nrma_rma_writemsg_notify,
+	.readmsg = nrma_rma_readmsg_notify,
 };

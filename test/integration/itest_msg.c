@@ -386,6 +386,11 @@ void itest_cq_close(struct itest_cq *c)
 	free(c);
 }
 
+void itest_cq_forget(struct itest_cq *c)
+{
+	c->head = c->count = 0;
+}
+
 struct itest_comp itest_cq_wait_at(const char *file, int line,
 				   struct itest_cq *c, const char *what)
 {

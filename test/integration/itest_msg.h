@@ -148,6 +148,8 @@ void itest_idle(int ms);
 struct itest_cq *itest_cq_open(struct fid_domain *domain,
 			       enum fi_cq_format format, const char *name);
 void itest_cq_close(struct itest_cq *c);
+/* Drops the successful completions stashed so far (counted ones, say). */
+void itest_cq_forget(struct itest_cq *c);
 
 /* The next completion of c, within the deadline. */
 #define itest_cq_wait(c, what) itest_cq_wait_at(__FILE__, __LINE__, c, what)

@@ -250,6 +250,46 @@ static void test_key_slot_target(void **state)
 			 -FI_EACCES);
 }
 
+/* A notification set's slot: one aligned 8-byte word per operation. */
+static void test_key_slot_notify(void **state)
+{
+	struct nrma_key_slot slot = { .key = 9,
+				      .addr = 0,
+				      .len = 16 * 8,
+				      .access = NRMA_KEY_REMOTE_NOTIFY };
+	uint64_t raddr = 1;
+
+	(void) state;
+	assert_int_equal(nrma_key_slot_target(&slot, false, 15 * 8, 8,
+					      NRMA_KEY_REMOTE_NOTIFY, &raddr),
+			 0);
+	assert_int_equal(raddr, 15 * 8);
+	/* Past the last counter, not a whole word, not aligned. */
+	assert_int_equal(nrma_key_slot_target(&slot, false, 16 * 8, 8,
+					      NRMA_KEY_REMOTE_NOTIFY, &raddr),
+			 -FI_EACCES);
+	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 16,
+					      NRMA_KEY_REMOTE_NOTIFY, &raddr),
+			 -FI_EACCES);
+	assert_int_equal(nrma_key_slot_target(&slot, false, 4, 8,
+					      NRMA_KEY_REMOTE_NOTIFY, &raddr),
+			 -FI_EACCES);
+	/* A peer's slot whose region starts off alignment. */
+	slot.addr = 0x1004;
+	assert_int_equal(nrma_key_slot_target(&slot, false, 8, 8,
+					      NRMA_KEY_REMOTE_NOTIFY, &raddr),
+			 -FI_EACCES);
+	/* A set is no place for writes or reads, a region none for sets. */
+	slot.addr = 0;
+	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 8,
+					      NRMA_KEY_REMOTE_WRITE, &raddr),
+			 -FI_EACCES);
+	slot.access = NRMA_KEY_REMOTE_WRITE | NRMA_KEY_REMOTE_READ;
+	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 8,
+					      NRMA_KEY_REMOTE_NOTIFY, &raddr),
+			 -FI_EACCES);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_key_layout),
 		cmocka_unit_test(test_key_slot_verdict),
 		cmocka_unit_test(test_key_slot_target),
+		cmocka_unit_test(test_key_slot_notify),
 	};
 
 	return cmocka_run_group_tests_name("nrma_proto", tests, NULL, NULL);
