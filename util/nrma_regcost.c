@@ -48,23 +48,6 @@ static long pinned_kib(void)
 	return kib;
 }
 
-static struct fid_domain *open_domain(struct fi_info **info,
-				      struct fid_fabric **fabric)
-{
-	struct fi_info *hints = fi_allocinfo();
-	struct fid_domain *domain;
-
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_RMA | FI_RMA_EVENT;
-	hints->fabric_attr->prov_name = strdup("nrma");
-	hints->domain_attr->mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	TRY(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, info));
-	fi_freeinfo(hints);
-	TRY(fi_fabric((*info)->fabric_attr, fabric, NULL));
-	TRY(fi_domain(*fabric, *info, &domain, NULL));
-	return domain;
-}
-
 /* Registers the window count times, each with its own counter. */
 static void standard(struct fid_domain *domain, void *window, size_t count,
 		     double *us, long *kib)
@@ -123,9 +106,7 @@ static void set(struct fid_domain *domain, void *window, size_t count,
 int main(int argc, char **argv)
 {
 	static const size_t defaults[] = { 16, 256, 2048 };
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
+	struct try_node n = { 0 };
 	void *window;
 	int first = 1;
 
@@ -133,7 +114,7 @@ int main(int argc, char **argv)
 		opt_window = strtoul(argv[2], NULL, 0);
 		first = 3;
 	}
-	domain = open_domain(&info, &fabric);
+	try_domain_open(&n, FI_RMA | FI_RMA_EVENT);
 	window = aligned_alloc(4096, (opt_window + 4095) / 4096 * 4096);
 	if (!window)
 		return 1;
@@ -147,16 +128,14 @@ int main(int argc, char **argv)
 		double us;
 		long kib;
 
-		standard(domain, window, count, &us, &kib);
+		standard(n.domain, window, count, &us, &kib);
 		printf("%-9s %9zu %14.2f %16.3f %6zu\n", "standard", count,
 		       us / count, (double) kib / count, count);
-		set(domain, window, count, &us, &kib);
+		set(n.domain, window, count, &us, &kib);
 		printf("%-9s %9zu %14.2f %16.3f %6d\n", "set", count,
 		       us / count, (double) kib / count, 2);
 	}
-	TRY(fi_close(&domain->fid));
-	TRY(fi_close(&fabric->fid));
-	fi_freeinfo(info);
+	try_node_close(&n);
 	free(window);
 	return 0;
 }

@@ -39,15 +39,6 @@
 
 static long opt_init = 4, opt_ops = 2500000, opt_window = 16, opt_ring = 4096;
 
-struct soak_node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-};
-
 /* What the target tells initiator i. */
 struct soak_target {
 	char name[64];
@@ -64,38 +55,11 @@ static double soak_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void soak_open(struct soak_node *n)
+static void soak_open(struct try_node *n)
 {
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT,
-				      .size = 1024 };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_RMA | FI_RMA_EVENT;
-	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				      FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("nrma");
-	TRY(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &n->info));
-	fi_freeinfo(hints);
-	TRY(fi_fabric(n->info->fabric_attr, &n->fabric, NULL));
-	TRY(fi_domain(n->fabric, n->info, &n->domain, NULL));
-	TRY(fi_av_open(n->domain, &av_attr, &n->av, NULL));
-	TRY(fi_cq_open(n->domain, &cq_attr, &n->cq, NULL));
-	TRY(fi_endpoint(n->domain, n->info, &n->ep, NULL));
-	TRY(fi_ep_bind(n->ep, &n->av->fid, 0));
-	TRY(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
+	try_domain_open(n, FI_RMA | FI_RMA_EVENT);
+	try_ep_open(n, 1024);
 	TRY(fi_enable(n->ep));
-}
-
-static void soak_close(struct soak_node *n)
-{
-	TRY(fi_close(&n->ep->fid));
-	TRY(fi_close(&n->cq->fid));
-	TRY(fi_close(&n->av->fid));
-	TRY(fi_close(&n->domain->fid));
-	TRY(fi_close(&n->fabric->fid));
-	fi_freeinfo(n->info);
 }
 
 static void soak_io(int fd, void *buf, size_t len, bool out)
@@ -119,7 +83,7 @@ static void soak_initiator(int fd)
 {
 	struct soak_target t;
 	uint64_t *stamps = calloc(opt_window, sizeof(*stamps));
-	struct soak_node n;
+	struct try_node n;
 	fi_addr_t dest;
 	long posted = 0, done = 0;
 
@@ -157,7 +121,7 @@ static void soak_initiator(int fd)
 			TRY(ret);
 	}
 	soak_io(fd, &done, sizeof(done), true);
-	soak_close(&n);
+	try_node_close(&n);
 }
 
 struct soak_ring {
@@ -199,7 +163,7 @@ static void soak_target(int *fds, pid_t *kids)
 {
 	struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP };
 	struct soak_ring ring[MAX_INIT];
-	struct soak_node n;
+	struct try_node n;
 	double start, report;
 	long finished = 0;
 
@@ -276,7 +240,7 @@ static void soak_target(int *fds, pid_t *kids)
 		TRY(fi_close(&ring[i].cntr->fid));
 		free((void *) ring[i].slots);
 	}
-	soak_close(&n);
+	try_node_close(&n);
 }
 
 int main(int argc, char **argv)

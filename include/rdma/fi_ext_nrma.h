@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_rma.h>
@@ -83,10 +84,18 @@ struct fi_nrma_ops_domain {
 			 struct fid_nrma_nset **nset, void *context);
 };
 
-/* Which counter of which set an operation notifies. */
+/* What a notification does to its counter. */
+enum fi_nrma_notify_op {
+	FI_NRMA_NOTIFY_INC, /* +1 (MPI-5.1, GASPI) */
+	FI_NRMA_NOTIFY_ADD, /* +value (OpenSHMEM's SHMEM_SIGNAL_ADD) */
+};
+
+/* Which counter of which set an operation notifies, and how. */
 struct fi_nrma_notify {
 	struct fi_nrma_nset_desc set;
 	uint64_t index;
+	enum fi_nrma_notify_op op;
+	uint64_t value; /* FI_NRMA_NOTIFY_ADD */
 };
 
 struct fi_nrma_ops_ep {
@@ -96,6 +105,15 @@ struct fi_nrma_ops_ep {
 			    uint64_t flags);
 	ssize_t (*readmsg)(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			   const struct fi_nrma_notify *notify, uint64_t flags);
+	ssize_t (*atomicmsg)(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+			     const struct fi_nrma_notify *notify,
+			     uint64_t flags);
+	ssize_t (*fetch_atomicmsg)(struct fid_ep *ep,
+				   const struct fi_msg_atomic *msg,
+				   struct fi_ioc *resultv, void **result_desc,
+				   size_t result_count,
+				   const struct fi_nrma_notify *notify,
+				   uint64_t flags);
 };
 
 static inline int fi_nrma_domain_ops(struct fid_domain *domain,
@@ -154,24 +172,39 @@ static inline int fi_nrma_nset_grow(struct fid_nrma_nset *nset, uint64_t count)
 	return nset->ops->grow(nset, count);
 }
 
+/* The wrappers' common part: one segment each side; FI_READ reads. */
+static inline ssize_t fi_nrma_notify_post(
+	struct fi_nrma_ops_ep *ops, struct fid_ep *ep, void *buf, size_t len,
+	void *desc, uint64_t data, fi_addr_t peer, uint64_t addr, uint64_t key,
+	const struct fi_nrma_nset_desc *set, uint64_t index, void *context,
+	uint64_t flags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct fi_rma_iov rma = { .addr = addr, .len = len, .key = key };
+	struct fi_msg_rma msg = { .msg_iov = &iov,
+				  .desc = &desc,
+				  .iov_count = 1,
+				  .addr = peer,
+				  .rma_iov = &rma,
+				  .rma_iov_count = 1,
+				  .context = context,
+				  .data = data };
+	struct fi_nrma_notify notify = { .set = *set, .index = index };
+
+	return flags & FI_READ ?
+		       ops->readmsg(ep, &msg, &notify, flags & ~FI_READ) :
+		       ops->writemsg(ep, &msg, &notify, flags);
+}
+
 /* fi_write to (dest, addr, key), then +1 on counter index of set. */
 static inline ssize_t fi_nrma_write_notify(
 	struct fi_nrma_ops_ep *ops, struct fid_ep *ep, const void *buf,
 	size_t len, void *desc, fi_addr_t dest, uint64_t addr, uint64_t key,
 	const struct fi_nrma_nset_desc *set, uint64_t index, void *context)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct fi_rma_iov rma = { .addr = addr, .len = len, .key = key };
-	struct fi_msg_rma msg = { .msg_iov = &iov,
-				  .desc = &desc,
-				  .iov_count = 1,
-				  .addr = dest,
-				  .rma_iov = &rma,
-				  .rma_iov_count = 1,
-				  .context = context };
-	struct fi_nrma_notify notify = { .set = *set, .index = index };
-
-	return ops->writemsg(ep, &msg, &notify, FI_COMPLETION);
+	return fi_nrma_notify_post(ops, ep, (void *) buf, len, desc, 0, dest,
+				   addr, key, set, index, context,
+				   FI_COMPLETION);
 }
 
 /* As fi_nrma_write_notify, with remote CQ data as in fi_writedata. */
@@ -181,20 +214,9 @@ static inline ssize_t fi_nrma_writedata_notify(
 	uint64_t key, const struct fi_nrma_nset_desc *set, uint64_t index,
 	void *context)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct fi_rma_iov rma = { .addr = addr, .len = len, .key = key };
-	struct fi_msg_rma msg = { .msg_iov = &iov,
-				  .desc = &desc,
-				  .iov_count = 1,
-				  .addr = dest,
-				  .rma_iov = &rma,
-				  .rma_iov_count = 1,
-				  .context = context,
-				  .data = data };
-	struct fi_nrma_notify notify = { .set = *set, .index = index };
-
-	return ops->writemsg(ep, &msg, &notify,
-			     FI_COMPLETION | FI_REMOTE_CQ_DATA);
+	return fi_nrma_notify_post(ops, ep, (void *) buf, len, desc, data, dest,
+				   addr, key, set, index, context,
+				   FI_COMPLETION | FI_REMOTE_CQ_DATA);
 }
 
 /* fi_read from (src, addr, key), then +1 on counter index at the peer. */
@@ -205,18 +227,9 @@ static inline ssize_t fi_nrma_read_notify(struct fi_nrma_ops_ep *ops,
 					  const struct fi_nrma_nset_desc *set,
 					  uint64_t index, void *context)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct fi_rma_iov rma = { .addr = addr, .len = len, .key = key };
-	struct fi_msg_rma msg = { .msg_iov = &iov,
-				  .desc = &desc,
-				  .iov_count = 1,
-				  .addr = src,
-				  .rma_iov = &rma,
-				  .rma_iov_count = 1,
-				  .context = context };
-	struct fi_nrma_notify notify = { .set = *set, .index = index };
-
-	return ops->readmsg(ep, &msg, &notify, FI_COMPLETION);
+	return fi_nrma_notify_post(ops, ep, buf, len, desc, 0, src, addr, key,
+				   set, index, context,
+				   FI_COMPLETION | FI_READ);
 }
 
 #ifdef __cplusplus

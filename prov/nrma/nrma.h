@@ -417,8 +417,25 @@ int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 int nrma_nset_open(struct fid_domain *domain,
 		   const struct fi_nrma_nset_attr *attr,
 		   struct fid_nrma_nset **nset, void *context);
-/* Notified RMA operations (nrma_rma.c): an endpoint's FI_NRMA_EP_OPS_1. */
-extern struct fi_nrma_ops_ep nrma_rma_notify_ops;
+/* Notified operations, an endpoint's FI_NRMA_EP_OPS_1 (nrma_rma.c and
+ * nrma_atomic.c). */
+ssize_t nrma_rma_writemsg_notify(struct fid_ep *ep,
+				 const struct fi_msg_rma *msg,
+				 const struct fi_nrma_notify *notify,
+				 uint64_t flags);
+ssize_t nrma_rma_readmsg_notify(struct fid_ep *ep, const struct fi_msg_rma *msg,
+				const struct fi_nrma_notify *notify,
+				uint64_t flags);
+ssize_t nrma_atomic_writemsg_notify(struct fid_ep *ep,
+				    const struct fi_msg_atomic *msg,
+				    const struct fi_nrma_notify *notify,
+				    uint64_t flags);
+ssize_t nrma_atomic_readwritemsg_notify(struct fid_ep *ep,
+					const struct fi_msg_atomic *msg,
+					struct fi_ioc *resultv,
+					void **result_desc, size_t result_count,
+					const struct fi_nrma_notify *notify,
+					uint64_t flags);
 
 /* fi_open_ops of an object that has one ops table, named want. */
 static inline int nrma_ops_open_named(const char *name, uint64_t flags,

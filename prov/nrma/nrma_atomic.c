@@ -40,6 +40,7 @@ struct nrma_atomic_args {
 	uint64_t flags;
 	bool silent; /* fi_inject_atomic: no completion */
 	void *context;
+	const struct fi_nrma_notify *notify; /* a set's counter to bump */
 };
 
 static int atomic_valid(enum fi_datatype datatype, enum fi_op op,
@@ -146,9 +147,10 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	bool fetch = a->kind != NRMA_ATOMIC_BASE;
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge scratch = nrma_scratch_sge(x), result;
-	struct nrma_wr wr[3];
-	struct nrma_remote remote;
+	struct nrma_wr wr[4];
+	struct nrma_remote remote, set;
 	struct nrma_op *op;
+	size_t n;
 	uint64_t flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE) |
 			 nrma_tx_comp_flags(ep, a->flags, a->silent);
 	int ret;
@@ -156,6 +158,8 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	/* Any atomic changes the word, FI_ATOMIC_READ too (it adds 0). */
 	ret = nrma_rkey_target(ep, conn, a->key, a->addr, len,
 			       NRMA_KEY_REMOTE_WRITE, &remote);
+	if (!ret && a->notify)
+		ret = nrma_rkey_notify_target(ep, conn, a->notify, &set);
 	if (ret == -FI_EACCES)
 		return nrma_tx_refuse(ep, a->context, flags);
 	if (ret)
@@ -176,9 +180,11 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		result = nrma_tx_buf_sge(x, op, len);
 	}
 	wr[0] = atomic_wr(a, &remote, fetch ? &result : &scratch);
-	ret = nrma_op_post(x, op, wr,
-			   1 + nrma_notify_wrs(conn, remote.cell_rkey, fetch,
-					       false, &scratch, wr + 1));
+	n = 1 + nrma_notify_wrs(conn, remote.cell_rkey, fetch, false, &scratch,
+				wr + 1);
+	if (a->notify)
+		wr[n++] = nrma_notify_set_wr(a->notify, &set, &scratch, false);
+	ret = nrma_op_post(x, op, wr, n);
 	if (ret) {
 		nrma_op_free(x, op);
 		return ret;
@@ -197,7 +203,8 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 			     const struct fi_msg_atomic *msg,
 			     const struct fi_ioc *comparev,
 			     size_t compare_count, struct fi_ioc *resultv,
-			     size_t result_count, uint64_t flags, bool silent)
+			     size_t result_count, uint64_t flags, bool silent,
+			     const struct fi_nrma_notify *notify)
 {
 	struct nrma_ep *ep = nrma_ep_of(ep_fid);
 	struct nrma_atomic_args a = {
@@ -207,6 +214,7 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 		.flags = flags,
 		.silent = silent,
 		.context = msg->context,
+		.notify = notify,
 	};
 	int ret = atomic_valid(msg->datatype, msg->op, kind, NULL);
 
@@ -272,7 +280,7 @@ static ssize_t nrma_atomic_writemsg(struct fid_ep *ep_fid,
 				    uint64_t flags)
 {
 	return atomic_submit(ep_fid, NRMA_ATOMIC_BASE, msg, NULL, 0, NULL, 0,
-			     flags, false);
+			     flags, false, NULL);
 }
 
 static ssize_t nrma_atomic_writev(struct fid_ep *ep_fid,
@@ -312,7 +320,7 @@ static ssize_t nrma_atomic_inject(struct fid_ep *ep_fid, const void *buf,
 	return atomic_submit(ep_fid, NRMA_ATOMIC_BASE,
 			     atomic_req(&r, &iov, NULL, 1, dest, addr, key,
 					datatype, op, NULL),
-			     NULL, 0, NULL, 0, FI_INJECT, true);
+			     NULL, 0, NULL, 0, FI_INJECT, true, NULL);
 }
 
 static ssize_t nrma_atomic_readwritemsg(struct fid_ep *ep_fid,
@@ -323,7 +331,7 @@ static ssize_t nrma_atomic_readwritemsg(struct fid_ep *ep_fid,
 {
 	(void) result_desc;
 	return atomic_submit(ep_fid, NRMA_ATOMIC_FETCH, msg, NULL, 0, resultv,
-			     result_count, flags, false);
+			     result_count, flags, false, NULL);
 }
 
 static ssize_t nrma_atomic_readwritev(struct fid_ep *ep_fid,
@@ -367,8 +375,8 @@ static ssize_t nrma_atomic_compwritemsg(
 	(void) compare_desc;
 	(void) result_desc;
 	return atomic_submit(ep_fid, NRMA_ATOMIC_COMPARE, msg, comparev,
-			     compare_count, resultv, result_count, flags,
-			     false);
+			     compare_count, resultv, result_count, flags, false,
+			     NULL);
 }
 
 static ssize_t nrma_atomic_compwritev(
@@ -421,3 +429,29 @@ struct fi_ops_atomic nrma_atomic_ops = {
 	.readwritevalid = nrma_atomic_readwritevalid,
 	.compwritevalid = nrma_atomic_compwritevalid,
 };
+
+/* Notified atomics (fi_ext_nrma.h): the atomic, then the set's counter. */
+ssize_t nrma_atomic_writemsg_notify(struct fid_ep *ep_fid,
+				    const struct fi_msg_atomic *msg,
+				    const struct fi_nrma_notify *notify,
+				    uint64_t flags)
+{
+	if (nrma_notify_check(notify))
+		return -FI_EINVAL;
+	return atomic_submit(ep_fid, NRMA_ATOMIC_BASE, msg, NULL, 0, NULL, 0,
+			     flags, false, notify);
+}
+
+ssize_t nrma_atomic_readwritemsg_notify(struct fid_ep *ep_fid,
+					const struct fi_msg_atomic *msg,
+					struct fi_ioc *resultv,
+					void **result_desc, size_t result_count,
+					const struct fi_nrma_notify *notify,
+					uint64_t flags)
+{
+	(void) result_desc;
+	if (nrma_notify_check(notify))
+		return -FI_EINVAL;
+	return atomic_submit(ep_fid, NRMA_ATOMIC_FETCH, msg, NULL, 0, resultv,
+			     result_count, flags, false, notify);
+}

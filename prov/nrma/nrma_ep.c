@@ -324,6 +324,14 @@ static int nrma_ep_close(struct fid *fid)
 	return 0;
 }
 
+static struct fi_nrma_ops_ep nrma_ep_nrma_ops = {
+	.size = sizeof(struct fi_nrma_ops_ep),
+	.writemsg = nrma_rma_writemsg_notify,
+	.readmsg = nrma_rma_readmsg_notify,
+	.atomicmsg = nrma_atomic_writemsg_notify,
+	.fetch_atomicmsg = nrma_atomic_readwritemsg_notify,
+};
+
 /* fi_open_ops: the notified operations of fi_ext_nrma.h. */
 static int nrma_ep_ops_open(struct fid *fid, const char *name, uint64_t flags,
 			    void **ops, void *context)
@@ -331,7 +339,7 @@ static int nrma_ep_ops_open(struct fid *fid, const char *name, uint64_t flags,
 	(void) fid;
 	(void) context;
 	return nrma_ops_open_named(name, flags, ops, FI_NRMA_EP_OPS_1,
-				   &nrma_rma_notify_ops);
+				   &nrma_ep_nrma_ops);
 }
 
 static struct fi_ops nrma_ep_fi_ops = {

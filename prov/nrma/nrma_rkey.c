@@ -133,6 +133,15 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 				    &remote->addr);
 }
 
+int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
+			    const struct fi_nrma_notify *notify,
+			    struct nrma_remote *set)
+{
+	return nrma_rkey_target(ep, conn, notify->set.key,
+				notify->index * sizeof(uint64_t),
+				sizeof(uint64_t), NRMA_KEY_REMOTE_NOTIFY, set);
+}
+
 static enum nrma_rkey_state rkey_state_of(enum nrma_key_verdict verdict)
 {
 	switch (verdict) {

@@ -90,6 +90,17 @@ static struct nrma_wr rma_notify_wr(uint32_t rkey, uint64_t raddr,
 	};
 }
 
+struct nrma_wr nrma_notify_set_wr(const struct fi_nrma_notify *notify,
+				  const struct nrma_remote *set,
+				  const struct nrma_sge *scratch, bool fence)
+{
+	struct nrma_wr wr = rma_notify_wr(set->rkey, set->addr, scratch, fence);
+
+	if (notify->op == FI_NRMA_NOTIFY_ADD)
+		wr.add = notify->value;
+	return wr;
+}
+
 /*
  * The notifications an operation owes the peer: one for the peer
  * endpoint's cell, one for its region's (cell_rkey); read picks their
@@ -133,7 +144,7 @@ static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 	n += nrma_notify_wrs(op->conn, remote->cell_rkey, read, read, scratch,
 			     wr + n);
 	if (a->notify)
-		wr[n++] = rma_notify_wr(set->rkey, set->addr, scratch, read);
+		wr[n++] = nrma_notify_set_wr(a->notify, set, scratch, read);
 	/* A zero-byte read returns only once the write before it is placed. */
 	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
 		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_READ,
@@ -163,10 +174,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 						  NRMA_KEY_REMOTE_WRITE,
 			     &remote);
 	if (!n && a->notify)
-		n = nrma_rkey_target(ep, conn, a->notify->set.key,
-				     a->notify->index * sizeof(uint64_t),
-				     sizeof(uint64_t), NRMA_KEY_REMOTE_NOTIFY,
-				     &set);
+		n = nrma_rkey_notify_target(ep, conn, a->notify, &set);
 	if (n == -FI_EACCES)
 		return nrma_tx_refuse(ep, a->context, flags);
 	if (n)
@@ -205,10 +213,6 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	/* The local and remote lengths agree, and reads are never injected. */
 	if ((size_t) len != a->len ||
 	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
-		return -FI_EINVAL;
-	/* An index the descriptor shows outside its set goes nowhere. */
-	if (a->notify && (a->notify->index >= a->notify->set.count ||
-			  a->notify->index >= FI_NRMA_NSET_MAX))
 		return -FI_EINVAL;
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len);
 }
@@ -398,28 +402,22 @@ struct fi_ops_rma nrma_rma_ops = {
 
 /* Notified operations (fi_ext_nrma.h): fi_readmsg or fi_writemsg, then +1
  * on a counter of a notification set at the peer. */
-static ssize_t nrma_rma_readmsg_notify(struct fid_ep *ep_fid,
-				       const struct fi_msg_rma *msg,
-				       const struct fi_nrma_notify *notify,
-				       uint64_t flags)
+ssize_t nrma_rma_readmsg_notify(struct fid_ep *ep_fid,
+				const struct fi_msg_rma *msg,
+				const struct fi_nrma_notify *notify,
+				uint64_t flags)
 {
-	if (!notify)
+	if (nrma_notify_check(notify))
 		return -FI_EINVAL;
 	return rma_msg(ep_fid, msg, notify, (flags & ~FI_WRITE) | FI_READ);
 }
 
-static ssize_t nrma_rma_writemsg_notify(struct fid_ep *ep_fid,
-					const struct fi_msg_rma *msg,
-					const struct fi_nrma_notify *notify,
-					uint64_t flags)
+ssize_t nrma_rma_writemsg_notify(struct fid_ep *ep_fid,
+				 const struct fi_msg_rma *msg,
+				 const struct fi_nrma_notify *notify,
+				 uint64_t flags)
 {
-	if (!notify)
+	if (nrma_notify_check(notify))
 		return -FI_EINVAL;
 	return rma_msg(ep_fid, msg, notify, (flags & ~FI_READ) | FI_WRITE);
 }
-
-struct fi_nrma_ops_ep nrma_rma_notify_ops = {
-	.size = sizeof(struct fi_nrma_ops_ep),
-	.writemsg = nrma_rma_writemsg_notify,
-	.readmsg = nrma_rma_readmsg_notify,
-};

@@ -241,13 +241,32 @@ struct nrma_remote {
 int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		     uint64_t addr, uint64_t len, uint32_t access,
 		     struct nrma_remote *remote);
+/* nrma_rkey_target for the word that notify names in its set. */
+int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
+			    const struct fi_nrma_notify *notify,
+			    struct nrma_remote *set);
 void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rkey_conn_close(struct nrma_conn *conn);
+
+/* An index the descriptor puts outside its set, or an unknown op. */
+static inline int nrma_notify_check(const struct fi_nrma_notify *notify)
+{
+	if (!notify || notify->index >= notify->set.count ||
+	    notify->index >= FI_NRMA_NSET_MAX ||
+	    (notify->op != FI_NRMA_NOTIFY_INC &&
+	     notify->op != FI_NRMA_NOTIFY_ADD))
+		return -FI_EINVAL;
+	return 0;
+}
 
 /* RMA (nrma_rma.c) */
 size_t nrma_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
 		       bool read, bool fence, const struct nrma_sge *scratch,
 		       struct nrma_wr *wr);
+/* The fetch-and-add that applies notify to its word at set. */
+struct nrma_wr nrma_notify_set_wr(const struct fi_nrma_notify *notify,
+				  const struct nrma_remote *set,
+				  const struct nrma_sge *scratch, bool fence);
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 			 struct nrma_conn *conn);

@@ -4,23 +4,28 @@
  * an index per operation.  The parent is the target, its three children
  * the initiators (see itest_notify.h).  From its endpoint's opening on,
  * the target makes no libfabric call but the set's reads, resets and
- * waits, which only read its memory.
+ * waits, which only read its memory, until it reads the CQ entry of the
+ * writedata-notify in step 7.
  *
  *   1. Three initiators x 3000 write-notifies over 9000 indices of a set
  *      of 2^20 counters, from their first contact: every counter exact,
  *      their sum never ahead of the writes in place.
  *   2. Read-notify: the counter moves only once the read has taken its
  *      data (the target then overwrites it; the reads never see that).
- *   3. A reset returns the old value exactly while 20,000 write-notifies
+ *   3. Atomic-notify, fetching and not: the counter never ahead of the
+ *      atomics done; a signal that adds 7 adds 7.
+ *   4. A reset returns the old value exactly while 20,000 write-notifies
  *      land: the resets' sum is 20,000.
- *   4. wait and waitsome: time out on idle counters, find the right one.
- *   5. Bounds: an index the descriptor puts outside the set is -FI_EINVAL
+ *   5. wait and waitsome: time out on idle counters, find the right one.
+ *   6. Bounds: an index the descriptor puts outside the set is -FI_EINVAL
  *      at once; one a forged descriptor puts inside, a key that names a
  *      registration rather than a set, and a set key in fi_write end in
  *      FI_EACCES error entries; nothing counts.  Calls at the target with
  *      bad indices or sizes are -FI_EINVAL.
- *   6. Grow while idle: counters keep their values, the new descriptor
- *      reaches the new counters, the old one fails at the initiator.
+ *   7. Grow while idle: counters keep their values, the new descriptor
+ *      reaches the new counters (also with writedata-notify, whose data
+ *      the target's CQ gets), the old one fails at the initiator, and
+ *      the next operation works.
  */
 #include <stdatomic.h>
 
@@ -34,7 +39,12 @@
 #define S2_COUNT      256
 #define S2_GROWN      1024
 #define S2_READS      50
-#define S2_READ_WORDS 8192 /* 64 KiB */
+#define S2_READ_WORDS 8192		     /* 64 KiB */
+#define DATA_WORDS    (S1_INIT * S1_OPS + 8) /* the last 8: atomics' */
+#define DATA_BYTES    (DATA_WORDS * 8)
+#define SA_WORD	      (S1_INIT * S1_OPS)
+#define SA_OPS	      200
+#define S6_DATA	      0xda7a
 #define S3_OPS	      20000
 
 enum { K_DATA, K_BIG, K_SMALL, K_READ }; /* keymsg.k[]: k[K_BIG] is a set */
@@ -139,6 +149,35 @@ static void s2_target(struct fid_nrma_nset *small, uint64_t *rbuf)
 		S2_READS);
 }
 
+/* Step 3: the atomics' word never behind its counter. */
+static void sa_target(struct fid_nrma_nset *small, volatile uint64_t *word)
+{
+	uint64_t w0 = *word, v = 0;
+	int64_t deadline = itest_deadline();
+
+	itest_signal(&pc[0], SIG_GO);
+	while (v < SA_OPS) {
+		v = set_read(small, 3);
+		atomic_thread_fence(memory_order_acquire);
+		if (*word - w0 < v)
+			FAIL("counter 3 reads %" PRIu64 " with %" PRIu64
+			     " atomics done",
+			     v, *word - w0);
+		rt_check_deadline(deadline, "atomic-notify %" PRIu64, v);
+	}
+	rt_expect_idle(&pc[0], SIG_DONE, "the atomics and signals");
+	EXPECT(*word - w0 == SA_OPS && set_read(small, 3) == SA_OPS,
+	       "%" PRIu64 " atomics done, counter 3 reads %" PRIu64
+	       ", expected %d",
+	       *word - w0, set_read(small, 3), SA_OPS);
+	EXPECT(set_read(small, 4) == 3 * 7,
+	       "three signals of 7: counter 4 reads %" PRIu64,
+	       set_read(small, 4));
+	rt_note("3. %d atomic-notifies, fetching and not: never ahead; "
+		"signals add their value",
+		SA_OPS);
+}
+
 static void s3_target(struct fid_nrma_nset *small)
 {
 	uint64_t sum = 0, old, resets = 0;
@@ -155,7 +194,7 @@ static void s3_target(struct fid_nrma_nset *small)
 	EXPECT(sum == S3_OPS && set_read(small, 2) == 0,
 	       "the resets took %" PRIu64 ", %" PRIu64 " left, of %d", sum,
 	       set_read(small, 2), S3_OPS);
-	rt_note("3. %" PRIu64 " resets under %d write-notifies: exact", resets,
+	rt_note("4. %" PRIu64 " resets under %d write-notifies: exact", resets,
 		S3_OPS);
 }
 
@@ -174,7 +213,24 @@ static void s4_target(struct fid_nrma_nset *small)
 	       set_read(small, 137));
 	EXPECT(fi_nrma_nset_wait(small, 138, 1, 20) == -FI_ETIMEDOUT,
 	       "wait on an idle counter times out");
-	rt_note("4. wait and waitsome: timeouts, and the right index");
+	rt_note("5. wait and waitsome: timeouts, and the right index");
+}
+
+/* What the small set's counters read after steps 2-5 (3's resets leave 0). */
+static uint64_t small_count(uint64_t x)
+{
+	switch (x) {
+	case 1:
+		return S2_READS;
+	case 3:
+		return SA_OPS;
+	case 4:
+		return 3 * 7;
+	case 137:
+		return 3;
+	default:
+		return 0;
+	}
 }
 
 static void s5_target_calls(struct fid_nrma_nset *small)
@@ -212,39 +268,46 @@ static void s5_target(struct fid_nrma_nset *small)
 	itest_signal(&pc[0], SIG_GO);
 	rt_expect_idle(&pc[0], SIG_DONE, "the refused operations");
 	for (uint64_t x = 0; x < S2_COUNT; x++)
-		EXPECT(set_read(small, x) ==
-			       (x == 1 ? S2_READS : 3 * (x == 137)),
-		       "counter %" PRIu64 " reads %" PRIu64
-		       " after refused operations",
-		       x, set_read(small, x));
-	rt_note("5. bad indices, keys and descriptors: refused, nothing "
+		EXPECT(set_read(small, x) == small_count(x),
+		       "counter %" PRIu64 " reads %" PRIu64 " after refused "
+		       "operations, expected %" PRIu64,
+		       x, set_read(small, x), small_count(x));
+	rt_note("6. bad indices, keys and descriptors: refused, nothing "
 		"counted");
 }
 
-static void s6_target(struct fid_nrma_nset *small)
+static void s6_target(struct rt_node *t, struct fid_nrma_nset *small)
 {
+	struct itest_comp c;
 	struct rt_rkey grown;
 
 	RT_OK(fi_nrma_nset_grow(small, S2_GROWN));
 	grown = rkey_of_set(small);
-	EXPECT(grown.len == S2_GROWN && set_read(small, 1) == S2_READS &&
-		       set_read(small, 137) == 3,
-	       "after growing: %" PRIu64 " counters, counter 1 reads %" PRIu64
-	       ", 137 %" PRIu64,
-	       grown.len, set_read(small, 1), set_read(small, 137));
+	EXPECT(grown.len == S2_GROWN, "the grown set has %" PRIu64 " counters",
+	       grown.len);
+	for (uint64_t x = 0; x < S2_GROWN; x++)
+		EXPECT(set_read(small, x) ==
+			       (x < S2_COUNT ? small_count(x) : 0),
+		       "after growing, counter %" PRIu64 " reads %" PRIu64, x,
+		       set_read(small, x));
 	itest_chan_write(&pc[0], &grown, sizeof(grown));
 	rt_expect_idle(&pc[0], SIG_DONE, "notifies with the new descriptor");
-	EXPECT(set_read(small, 137) == 4 && set_read(small, 1000) == 1,
-	       "after growing, counters 137 and 1000 read %" PRIu64
-	       " and %" PRIu64 ", expected 4 and 1",
-	       set_read(small, 137), set_read(small, 1000));
-	rt_note("6. grown while idle: values kept, new counters reached, "
+	EXPECT(set_read(small, 137) == 4 && set_read(small, 1000) == 1 &&
+		       set_read(small, 5) == 1,
+	       "after growing, counters 137, 1000 and 5 read %" PRIu64
+	       ", %" PRIu64 " and %" PRIu64 ", expected 4, 1 and 1",
+	       set_read(small, 137), set_read(small, 1000), set_read(small, 5));
+	c = rt_cq_wait(t->rx, "the writedata-notify's entry");
+	RT_EXPECT_COMP(c, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+		       FI_SEND | FI_RECV, "the writedata-notify's entry");
+	EXPECT(c.data == S6_DATA, "writedata-notify: data 0x%" PRIx64, c.data);
+	rt_note("7. grown while idle: values kept, new counters reached, "
 		"the old descriptor refused");
 }
 
 static void target(void)
 {
-	uint64_t *data = rt_guarded(S1_INIT * S1_OPS * 8);
+	uint64_t *data = rt_guarded(DATA_BYTES);
 	uint64_t *rbuf = rt_guarded(S2_READ_WORDS * 8);
 	struct fid_nrma_nset *big = set_open(S1_COUNT);
 	struct fid_nrma_nset *small = set_open(S2_COUNT);
@@ -254,26 +317,28 @@ static void target(void)
 
 	for (int w = 0; w < S2_READ_WORDS; w++)
 		rbuf[w] = stamp(0);
-	mr = rt_mr_reg(data, S1_INIT * S1_OPS * 8, FI_REMOTE_WRITE, 0);
+	mr = rt_mr_reg(data, DATA_BYTES, FI_REMOTE_WRITE, 0);
 	rmr = rt_mr_reg(rbuf, S2_READ_WORDS * 8, FI_REMOTE_READ, 0);
-	km.k[K_DATA] = rt_rkey_of(mr, data, S1_INIT * S1_OPS * 8);
+	km.k[K_DATA] = rt_rkey_of(mr, data, DATA_BYTES);
 	km.k[K_BIG] = rkey_of_set(big);
 	km.k[K_SMALL] = rkey_of_set(small);
 	km.k[K_READ] = rt_rkey_of(rmr, rbuf, S2_READ_WORDS * 8);
 	target_open(&t, 0, &km, S1_INIT);
 	s1_target(big, data);
 	s2_target(small, rbuf);
+	sa_target(small, &data[SA_WORD]);
 	s3_target(small);
 	s4_target(small);
 	s5_target(small);
-	s6_target(small);
+	s6_target(&t, small);
 	for (int i = 0; i < S1_INIT; i++)
 		rt_expect_idle(&pc[i], SIG_DONE, "initiator %d's end", i);
-	EXPECT(set_read(small, 137) == 4,
-	       "counter 137 reads %" PRIu64 " after the old descriptor's "
-	       "write, expected 4",
-	       set_read(small, 137));
-	rt_guard_check(data, S1_INIT * S1_OPS * 8, "the written buffer");
+	EXPECT(set_read(small, 137) == 4 && set_read(small, 1000) == 2,
+	       "counters 137 and 1000 read %" PRIu64 " and %" PRIu64
+	       " after the old descriptor's write and one more, expected 4 "
+	       "and 2",
+	       set_read(small, 137), set_read(small, 1000));
+	rt_guard_check(data, DATA_BYTES, "the written buffer");
 	rt_guard_check(rbuf, S2_READ_WORDS * 8, "the read buffer");
 	target_close(&t, S1_INIT);
 	RT_OK(fi_close(&big->fid));
@@ -335,22 +400,14 @@ static ssize_t small_post(struct rt_node *n, uint64_t i, void *arg)
 static void s2_initiator(struct rt_node *n, struct notifier *p)
 {
 	uint64_t *local = calloc(S2_READ_WORDS, 8);
-	struct fi_nrma_notify note = { .set = desc_of(&p->km.k[K_SMALL]),
-				       .index = 1 };
-	struct iovec iov = { .iov_base = local, .iov_len = S2_READ_WORDS * 8 };
-	struct fi_rma_iov rma = { .addr = p->km.k[K_READ].addr,
-				  .len = iov.iov_len,
-				  .key = p->km.k[K_READ].key };
-	struct fi_msg_rma msg = { .msg_iov = &iov,
-				  .iov_count = 1,
-				  .addr = n->peer,
-				  .rma_iov = &rma,
-				  .rma_iov_count = 1,
-				  .context = local };
+	struct fi_nrma_nset_desc set = desc_of(&p->km.k[K_SMALL]);
+	const struct rt_rkey *rk = &p->km.k[K_READ];
 
 	CHECK(local != NULL);
 	for (uint64_t k = 0; k < S2_READS; k++) {
-		RT_POST(p->ops->readmsg(n->ep, &msg, &note, FI_COMPLETION),
+		RT_POST(fi_nrma_read_notify(p->ops, n->ep, local,
+					    S2_READ_WORDS * 8, NULL, n->peer,
+					    rk->addr, rk->key, &set, 1, local),
 			"read-notify %" PRIu64, k);
 		rt_cq_wait(n->tx, "read-notify %" PRIu64, k);
 		for (int w = 0; w < S2_READ_WORDS; w++)
@@ -363,6 +420,71 @@ static void s2_initiator(struct rt_node *n, struct notifier *p)
 		rt_expect(&cc, SIG_GO, "the target's next data");
 	}
 	free(local);
+}
+
+/* Fetch-and-add 1 to the atomics' word, notifying counter 3. */
+static uint64_t sa_post(struct rt_node *n, struct notifier *p, bool fetch)
+{
+	const struct rt_rkey *data = &p->km.k[K_DATA];
+	struct fi_nrma_notify note = { .set = desc_of(&p->km.k[K_SMALL]),
+				       .index = 3 };
+	uint64_t one = 1, old = UINT64_MAX;
+	struct fi_ioc ioc = { .addr = &one, .count = 1 };
+	struct fi_ioc res = { .addr = &old, .count = 1 };
+	struct fi_rma_ioc rioc = { .addr = data->addr + SA_WORD * 8,
+				   .count = 1,
+				   .key = data->key };
+	struct fi_msg_atomic msg = { .msg_iov = &ioc,
+				     .iov_count = 1,
+				     .addr = n->peer,
+				     .rma_iov = &rioc,
+				     .rma_iov_count = 1,
+				     .datatype = FI_UINT64,
+				     .op = FI_SUM };
+
+	RT_POST(fetch ? p->ops->fetch_atomicmsg(n->ep, &msg, &res, NULL, 1,
+						&note, FI_COMPLETION) :
+			p->ops->atomicmsg(n->ep, &msg, &note, FI_COMPLETION),
+		"atomic-notify");
+	rt_cq_wait(n->tx, "atomic-notify");
+	return old;
+}
+
+static void sa_initiator(struct rt_node *n, struct notifier *p)
+{
+	struct fi_nrma_notify signal = { .set = desc_of(&p->km.k[K_SMALL]),
+					 .index = 4,
+					 .op = FI_NRMA_NOTIFY_ADD,
+					 .value = 7 };
+	struct iovec iov = { .iov_base = &p->src[0], .iov_len = 8 };
+	struct fi_rma_iov rma = { .addr = p->km.k[K_DATA].addr,
+				  .len = 8,
+				  .key = p->km.k[K_DATA].key };
+	struct fi_msg_rma msg = { .msg_iov = &iov,
+				  .iov_count = 1,
+				  .addr = n->peer,
+				  .rma_iov = &rma,
+				  .rma_iov_count = 1 };
+	uint64_t first = 0;
+
+	rt_expect(&cc, SIG_GO, "the atomics");
+	for (uint64_t k = 0; k < SA_OPS; k++) {
+		bool fetched = k & 1;
+		uint64_t old = sa_post(n, p, fetched);
+
+		if (k == 1)
+			first = old;
+		EXPECT(!fetched || old == first + k - 1,
+		       "atomic-notify %" PRIu64 " fetched %" PRIu64
+		       ", expected %" PRIu64,
+		       k, old, first + k - 1);
+	}
+	for (int k = 0; k < 3; k++) {
+		RT_POST(p->ops->writemsg(n->ep, &msg, &signal, FI_COMPLETION),
+			"signal %d", k);
+		rt_cq_wait(n->tx, "signal %d", k);
+	}
+	itest_signal(&cc, SIG_DONE);
 }
 
 static void expect_refused(struct rt_node *n, ssize_t ret, const char *what)
@@ -410,6 +532,11 @@ static void s6_initiator(struct rt_node *n, struct notifier *p)
 		RT_POST(small_post(n, 0, p), "index %" PRIu64, p->index);
 		rt_cq_wait(n->tx, "write-notify to %" PRIu64, p->index);
 	}
+	RT_POST(fi_nrma_writedata_notify(p->ops, n->ep, &p->src[0], 8, NULL,
+					 S6_DATA, n->peer, p->km.k[K_DATA].addr,
+					 p->km.k[K_DATA].key, &p->set, 5, NULL),
+		"writedata-notify to 5");
+	rt_cq_wait(n->tx, "writedata-notify to 5");
 	itest_signal(&cc, SIG_DONE);
 	p->set = old;
 	p->index = 137;
@@ -417,11 +544,16 @@ static void s6_initiator(struct rt_node *n, struct notifier *p)
 	e = rt_cq_wait_err(n->tx, "the old descriptor's error");
 	rt_note("   the old descriptor: err %d (%s), prov_errno %d", e.err,
 		fi_strerror(e.err), e.prov_errno);
+	/* The peer stays reachable: the new descriptor works on. */
+	p->set = desc_of(&grown);
+	p->index = 1000;
+	run_ops(n, 1, 1, small_post, p, "a write-notify after the error");
 }
 
 static void first_initiator(struct rt_node *n, struct notifier *p)
 {
 	s2_initiator(n, p);
+	sa_initiator(n, p);
 	rt_expect(&cc, SIG_GO, "the resets");
 	p->set = desc_of(&p->km.k[K_SMALL]);
 	p->index = 2;
@@ -429,9 +561,12 @@ static void first_initiator(struct rt_node *n, struct notifier *p)
 	itest_cq_forget(n->tx);
 	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the waits");
-	p->index = 137;
 	for (int k = 0; k < 3; k++) {
-		RT_POST(small_post(n, 0, p), "write-notify %d to 137", k);
+		RT_POST(fi_nrma_write_notify(p->ops, n->ep, &p->src[0], 8, NULL,
+					     n->peer, p->km.k[K_DATA].addr,
+					     p->km.k[K_DATA].key, &p->set, 137,
+					     NULL),
+			"write-notify %d to 137", k);
 		rt_cq_wait(n->tx, "write-notify %d to 137", k);
 	}
 	rt_expect(&cc, SIG_GO, "the bounds");
