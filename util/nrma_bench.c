@@ -39,13 +39,8 @@ struct config {
 };
 
 struct side {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
+	struct try_node n;
 	struct fid_cntr *cntr;
-	struct fid_ep *ep;
 	struct fid_mr *mr;
 	char *buf;
 };
@@ -61,47 +56,27 @@ static size_t opt_ops = 20000, opt_size = 8, opt_window = 32;
 
 static void open_side(struct side *s, int notify)
 {
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT,
-				      .size = 4096 };
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_RMA | (notify ? FI_RMA_EVENT : 0);
-	hints->fabric_attr->prov_name = strdup("nrma");
-	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				      FI_MR_PROV_KEY;
-	TRY(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &s->info));
-	fi_freeinfo(hints);
-	TRY(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
-	TRY(fi_domain(s->fabric, s->info, &s->domain, NULL));
-	TRY(fi_av_open(s->domain, &av_attr, &s->av, NULL));
-	TRY(fi_cq_open(s->domain, &cq_attr, &s->cq, NULL));
-	TRY(fi_cntr_open(s->domain, &cntr_attr, &s->cntr, NULL));
-	TRY(fi_endpoint(s->domain, s->info, &s->ep, NULL));
-	TRY(fi_ep_bind(s->ep, &s->av->fid, 0));
-	TRY(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
+	try_domain_open(&s->n, FI_RMA | (notify ? FI_RMA_EVENT : 0));
+	try_ep_open(&s->n, 4096);
+	TRY(fi_cntr_open(s->n.domain, &cntr_attr, &s->cntr, NULL));
 	if (notify)
-		TRY(fi_ep_bind(s->ep, &s->cntr->fid,
+		TRY(fi_ep_bind(s->n.ep, &s->cntr->fid,
 			       FI_REMOTE_WRITE | FI_REMOTE_READ));
-	TRY(fi_enable(s->ep));
+	TRY(fi_enable(s->n.ep));
 	s->buf = calloc(1, opt_size ? opt_size : 1);
-	TRY(fi_mr_reg(s->domain, s->buf, opt_size ? opt_size : 1,
+	TRY(fi_mr_reg(s->n.domain, s->buf, opt_size ? opt_size : 1,
 		      FI_REMOTE_WRITE | FI_REMOTE_READ | FI_READ | FI_WRITE, 0,
 		      0, 0, &s->mr, NULL));
 }
 
 static void close_side(struct side *s)
 {
-	fi_close(&s->mr->fid);
-	fi_close(&s->ep->fid);
-	fi_close(&s->cntr->fid);
-	fi_close(&s->cq->fid);
-	fi_close(&s->av->fid);
-	fi_close(&s->domain->fid);
-	fi_close(&s->fabric->fid);
-	fi_freeinfo(s->info);
+	TRY(fi_close(&s->mr->fid));
+	try_ep_close(&s->n);
+	TRY(fi_close(&s->cntr->fid));
+	try_domain_close(&s->n);
 	free(s->buf);
 }
 
@@ -118,13 +93,13 @@ static void run_target(const struct config *c, int to_init, int from_init)
 	char done;
 
 	open_side(&s, c->notify);
-	TRY(fi_getname(&s.ep->fid, ti.name, &ti.namelen));
-	ti.addr = try_mr_base(s.info, s.buf);
+	TRY(fi_getname(&s.n.ep->fid, ti.name, &ti.namelen));
+	ti.addr = try_mr_base(s.n.info, s.buf);
 	ti.key = fi_mr_key(s.mr);
 	if (write(to_init, &ti, sizeof(ti)) != sizeof(ti))
 		exit(1);
 	while (poll(&pfd, 1, 0) == 0)
-		fi_cq_read(s.cq, &comp, 1);
+		fi_cq_read(s.n.cq, &comp, 1);
 	if (read(from_init, &done, 1) != 1)
 		exit(1);
 	if (c->notify && fi_cntr_read(s.cntr) != opt_ops) {
@@ -149,10 +124,10 @@ static ssize_t post(struct side *s, const struct config *c, fi_addr_t peer,
 {
 	void *desc = fi_mr_desc(s->mr);
 
-	return c->read ? fi_read(s->ep, s->buf, opt_size, desc, peer, ti->addr,
-				 ti->key, NULL) :
-			 fi_write(s->ep, s->buf, opt_size, desc, peer, ti->addr,
-				  ti->key, NULL);
+	return c->read ? fi_read(s->n.ep, s->buf, opt_size, desc, peer,
+				 ti->addr, ti->key, NULL) :
+			 fi_write(s->n.ep, s->buf, opt_size, desc, peer,
+				  ti->addr, ti->key, NULL);
 }
 
 static double run_initiator(const struct config *c, int from_target,
@@ -168,7 +143,7 @@ static double run_initiator(const struct config *c, int from_target,
 	open_side(&s, 0);
 	if (read(from_target, &ti, sizeof(ti)) != sizeof(ti))
 		exit(1);
-	if (fi_av_insert(s.av, ti.name, 1, &peer, 0, NULL) != 1)
+	if (fi_av_insert(s.n.av, ti.name, 1, &peer, 0, NULL) != 1)
 		exit(1);
 	start = now();
 	while (done < opt_ops) {
@@ -181,7 +156,7 @@ static double run_initiator(const struct config *c, int from_target,
 			TRY((int) n);
 			posted++;
 		}
-		n = fi_cq_read(s.cq, comp, 16);
+		n = fi_cq_read(s.n.cq, comp, 16);
 		if (n > 0)
 			done += n;
 		else if (n != -FI_EAGAIN)

@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 		printf("%-9s %9zu %14.2f %16.3f %6d\n", "set", count,
 		       us / count, (double) kib / count, 2);
 	}
-	try_node_close(&n);
+	try_domain_close(&n);
 	free(window);
 	return 0;
 }

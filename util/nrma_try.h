@@ -76,17 +76,26 @@ static inline void try_ep_open(struct try_node *n, size_t cq_size)
 	TRY(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
 }
 
-/* Closes what try_domain_open and try_ep_open opened (ep may be NULL). */
-static inline void try_node_close(struct try_node *n)
+/* Closes what try_ep_open opened. */
+static inline void try_ep_close(struct try_node *n)
 {
-	if (n->ep) {
-		TRY(fi_close(&n->ep->fid));
-		TRY(fi_close(&n->cq->fid));
-		TRY(fi_close(&n->av->fid));
-	}
+	TRY(fi_close(&n->ep->fid));
+	TRY(fi_close(&n->cq->fid));
+	TRY(fi_close(&n->av->fid));
+}
+
+/* Closes what try_domain_open opened. */
+static inline void try_domain_close(struct try_node *n)
+{
 	TRY(fi_close(&n->domain->fid));
 	TRY(fi_close(&n->fabric->fid));
 	fi_freeinfo(n->info);
+}
+
+static inline void try_node_close(struct try_node *n)
+{
+	try_ep_close(n);
+	try_domain_close(n);
 }
 
 #endif /* NRMA_TRY_H */

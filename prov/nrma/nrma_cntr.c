@@ -205,15 +205,6 @@ static int nrma_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 	return 0;
 }
 
-static long elapsed_us(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - start->tv_sec) * 1000000 +
-	       (now.tv_nsec - start->tv_nsec) / 1000;
-}
-
 /*
  * Polls for wait_spin_us, then sleeps on the wait object; any local update
  * to the counter wakes it.  Remote atomics wake nobody, so a counter that
@@ -246,7 +237,7 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			return -FI_EAVAIL;
 		if (!nrma_timeout_left(&start, timeout))
 			return -FI_ETIMEDOUT;
-		if (elapsed_us(&start) < nrma_params.wait_spin_us)
+		if (nrma_elapsed_us(&start) < nrma_params.wait_spin_us)
 			continue;
 		/* Recheck after draining: a signal may have been eaten. */
 		nrma_wait_drain(&cntr->wait);

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "nrma.h"
 #include "nrma_keytab.h"
@@ -36,20 +35,6 @@ struct nrma_keytab {
 	pthread_mutex_t lock;
 };
 
-static int keytab_map(struct nrma_keytab *t, size_t slots)
-{
-	size_t page = (size_t) sysconf(_SC_PAGESIZE);
-
-	t->bytes = (slots * sizeof(*t->slots) + page - 1) / page * page;
-	t->slots = mmap(NULL, t->bytes, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t->slots == MAP_FAILED) {
-		t->slots = NULL;
-		return -FI_ENOMEM;
-	}
-	return 0;
-}
-
 int nrma_keytab_open(struct nrma_verbs_domain *vdom, size_t slots,
 		     struct nrma_keytab **tabp)
 {
@@ -64,8 +49,9 @@ int nrma_keytab_open(struct nrma_verbs_domain *vdom, size_t slots,
 	t->gen = calloc(slots, sizeof(*t->gen));
 	t->free = malloc(slots * sizeof(*t->free));
 	if (t->gen && t->free)
-		ret = keytab_map(t, slots);
-	if (!ret)
+		t->slots = nrma_verbs_pages_map(slots * sizeof(*t->slots),
+						&t->bytes);
+	if (t->slots)
 		ret = nrma_verbs_zero_reg(vdom, t->slots, t->bytes,
 					  NRMA_VERBS_ZERO_READ, &t->mr,
 					  &t->rkey);

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <rdma/fi_ext_nrma.h>
 
@@ -62,16 +61,12 @@ static void nset_region_disarm(struct nrma_domain *domain,
 static int nset_region_open(struct nrma_domain *domain, uint64_t count,
 			    struct nset_region *r)
 {
-	size_t page = (size_t) sysconf(_SC_PAGESIZE);
 	struct nrma_key_slot slot = { .len = count * sizeof(uint64_t),
 				      .access = NRMA_KEY_REMOTE_NOTIFY };
-	void *words;
+	void *words = nrma_verbs_pages_map(slot.len, &r->bytes);
 	int ret;
 
-	r->bytes = (slot.len + page - 1) / page * page;
-	words = mmap(NULL, r->bytes, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (words == MAP_FAILED)
+	if (!words)
 		return -FI_ENOMEM;
 	r->words = words;
 	ret = nrma_verbs_zero_reg(domain->verbs, words, slot.len,
@@ -135,13 +130,9 @@ static int nrma_nset_reset(struct fid_nrma_nset *nset_fid, uint64_t index,
 /* Spins for wait_spin_us, then sleeps, longer each time, to wake_ms. */
 static void nset_pause(const struct timespec *start, long *sleep_ns)
 {
-	struct timespec now, ts;
-	long spun_us;
+	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	spun_us = (now.tv_sec - start->tv_sec) * 1000000 +
-		  (now.tv_nsec - start->tv_nsec) / 1000;
-	if (spun_us < nrma_params.wait_spin_us)
+	if (nrma_elapsed_us(start) < nrma_params.wait_spin_us)
 		return;
 	ts.tv_sec = *sleep_ns / 1000000000;
 	ts.tv_nsec = *sleep_ns % 1000000000;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
@@ -296,6 +298,17 @@ int nrma_verbs_mr_reg(struct nrma_verbs_domain *vd, const void *buf, size_t len,
 		       (*vmr)->mr->rkey :
 		       (*vmr)->mr->lkey;
 	return 0;
+}
+
+void *nrma_verbs_pages_map(size_t len, size_t *bytes)
+{
+	size_t page = (size_t) sysconf(_SC_PAGESIZE);
+	void *mem;
+
+	*bytes = (len + page - 1) / page * page;
+	mem = mmap(NULL, *bytes, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return mem == MAP_FAILED ? NULL : mem;
 }
 
 int nrma_verbs_zero_reg(struct nrma_verbs_domain *vd, const void *buf,

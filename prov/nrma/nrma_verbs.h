@@ -37,6 +37,12 @@ enum nrma_verbs_zero_access {
 };
 
 /*
+ * Zeroed whole pages for at least len bytes, page aligned as
+ * nrma_verbs_zero_reg needs; *bytes is what to munmap.  NULL when out of
+ * memory.
+ */
+void *nrma_verbs_pages_map(size_t len, size_t *bytes);
+/*
  * Registers [buf, buf + len) for peers that see it at remote address 0:
  * the rkey, never 0 (which reads as "none" on the wire), is all they
  * need.  buf is page aligned.

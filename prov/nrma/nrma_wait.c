@@ -94,6 +94,15 @@ void nrma_wait_drain(struct nrma_wait *wait)
 		NRMA_WARN(FI_LOG_CORE, "eventfd read: %s\n", strerror(errno));
 }
 
+long nrma_elapsed_us(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000000 +
+	       (now.tv_nsec - start->tv_nsec) / 1000;
+}
+
 int nrma_timeout_left(const struct timespec *start, int timeout_ms)
 {
 	struct timespec now;
