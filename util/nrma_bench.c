@@ -1,247 +1,462 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * nrma_bench: what notification costs.  For each configuration a fresh
- * pair of processes (so that FI_NRMA_* settings apply) streams RMA writes
- * from an initiator to a target and prints the rate, as a table:
- *
- *   plain    writes without notification
- *   auto     notified writes, atomics fenced only after reads (default)
- *   always   notified writes, every atomic fenced (FI_NRMA_NOTIFY_FENCE)
- *   read     notified reads (fenced, as ordering needs)
- *
- * Compare ratios within one run: absolute numbers depend on the machine.
- * Usage: nrma_bench [-n ops] [-s size] [-w window]
+ * nrma_bench: what nrma costs against the device.  Each variant (an
+ * operation through a libfabric provider, or through bare verbs for
+ * reference) runs in a fresh pair of processes, so that its FI_* settings
+ * apply, through three patterns: latency (a ping-pong in which each side
+ * waits for its notification before it answers), streaming over sizes
+ * (rate and bandwidth) and message rate over windows.  It prints tables
+ * with each variant's ratio to its counterpart, measured in the same run,
+ * and on request CSV and plots.  See nrma_bench(1).
  */
+#include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
 
-#include "nrma_try.h"
+#include "nrma_bench.h"
+#include "nrma_bench_out.h"
 
-struct config {
-	const char *name;
-	const char *fence; /* FI_NRMA_NOTIFY_FENCE */
-	int notify;
-	int read;
+#define ALL_PATTERNS ((1u << BENCH_PATTERNS) - 1)
+#define LAT_ONLY     (1u << BENCH_LAT)
+#define RXM	     "verbs;ofi_rxm"
+#define RXM_ENV	     "FI_UNIVERSE_SIZE=16" /* rxe's max_cqe, FACTS.md */
+#define EXIT_SKIP    77			   /* the provider is not there */
+
+static const struct bench_variant bench_variants[] = {
+	{ "raw-write", NULL, BENCH_OP_WRITE, NULL, NULL, ALL_PATTERNS },
+	{ "raw-pair", NULL, BENCH_OP_WRITE_CNTR, NULL, NULL, ALL_PATTERNS },
+	{ "raw-readpair", NULL, BENCH_OP_READ_CNTR, NULL, NULL, ALL_PATTERNS },
+	{ "write", "nrma", BENCH_OP_WRITE, NULL, "raw-write", ALL_PATTERNS },
+	{ "notify", "nrma", BENCH_OP_WRITE_CNTR, "FI_NRMA_NOTIFY_FENCE=auto",
+	  "raw-pair", ALL_PATTERNS },
+	{ "notify-always", "nrma", BENCH_OP_WRITE_CNTR,
+	  "FI_NRMA_NOTIFY_FENCE=always", "raw-pair", ALL_PATTERNS },
+	{ "notify-read", "nrma", BENCH_OP_READ_CNTR, NULL, "raw-readpair",
+	  ALL_PATTERNS },
+	{ "nset", "nrma", BENCH_OP_WRITE_NSET, NULL, "raw-pair", ALL_PATTERNS },
+	{ "writedata", "nrma", BENCH_OP_WRITEDATA, NULL, "raw-pair",
+	  ALL_PATTERNS },
+	{ "send", "nrma", BENCH_OP_SEND, NULL, "rxm-send", LAT_ONLY },
+	{ "tsend", "nrma", BENCH_OP_TSEND, NULL, "rxm-tsend", LAT_ONLY },
+	{ "rxm-write", RXM, BENCH_OP_WRITE, RXM_ENV, "raw-write",
+	  ALL_PATTERNS },
+	{ "rxm-writedata", RXM, BENCH_OP_WRITEDATA, RXM_ENV, "raw-pair",
+	  ALL_PATTERNS },
+	{ "rxm-send", RXM, BENCH_OP_SEND, RXM_ENV, NULL, LAT_ONLY },
+	{ "rxm-tsend", RXM, BENCH_OP_TSEND, RXM_ENV, NULL, LAT_ONLY },
 };
 
-struct side {
-	struct try_node n;
-	struct fid_cntr *cntr;
-	struct fid_mr *mr;
-	char *buf;
+#define N_VARIANTS (sizeof(bench_variants) / sizeof(bench_variants[0]))
+
+static const size_t bench_sizes[] = { 8,     64,     512,      4096,	16384,
+				      65536, 262144, 1u << 20, 4u << 20 };
+static const size_t bench_windows[] = { 1, 4, 16, 64 };
+
+struct bench_opts {
+	size_t ops, lat_iters, max_size, window, budget;
+	unsigned timeout_s;
+	const char *only, *csv, *plot;
+	size_t peers;
 };
 
-struct target_info {
-	char name[64];
-	size_t namelen;
-	uint64_t addr;
-	uint64_t key;
+/* One process of a pair: its transport and what it sent and received. */
+struct bench_side {
+	const struct bench_xport_ops *ops;
+	struct bench_xport *x;
+	int sock;
+	bool initiator;
+	uint64_t sent, recvd;
+	size_t outstanding;
 };
 
-static size_t opt_ops = 20000, opt_size = 8, opt_window = 32;
-
-static void open_side(struct side *s, int notify)
-{
-	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
-
-	try_domain_open(&s->n, FI_RMA | (notify ? FI_RMA_EVENT : 0));
-	try_ep_open(&s->n, 4096);
-	TRY(fi_cntr_open(s->n.domain, &cntr_attr, &s->cntr, NULL));
-	if (notify)
-		TRY(fi_ep_bind(s->n.ep, &s->cntr->fid,
-			       FI_REMOTE_WRITE | FI_REMOTE_READ));
-	TRY(fi_enable(s->n.ep));
-	s->buf = calloc(1, opt_size ? opt_size : 1);
-	TRY(fi_mr_reg(s->n.domain, s->buf, opt_size ? opt_size : 1,
-		      FI_REMOTE_WRITE | FI_REMOTE_READ | FI_READ | FI_WRITE, 0,
-		      0, 0, &s->mr, NULL));
-}
-
-static void close_side(struct side *s)
-{
-	TRY(fi_close(&s->mr->fid));
-	try_ep_close(&s->n);
-	TRY(fi_close(&s->cntr->fid));
-	try_domain_close(&s->n);
-	free(s->buf);
-}
-
-/*
- * Progresses (to accept the connection) until the initiator says it is
- * done; the counter itself needs no progress.
- */
-static void run_target(const struct config *c, int to_init, int from_init)
-{
-	struct target_info ti = { .namelen = sizeof(ti.name) };
-	struct pollfd pfd = { .fd = from_init, .events = POLLIN };
-	struct fi_cq_entry comp;
-	struct side s;
-	char done;
-
-	open_side(&s, c->notify);
-	TRY(fi_getname(&s.n.ep->fid, ti.name, &ti.namelen));
-	ti.addr = try_mr_base(s.n.info, s.buf);
-	ti.key = fi_mr_key(s.mr);
-	if (write(to_init, &ti, sizeof(ti)) != sizeof(ti))
-		exit(1);
-	while (poll(&pfd, 1, 0) == 0)
-		fi_cq_read(s.n.cq, &comp, 1);
-	if (read(from_init, &done, 1) != 1)
-		exit(1);
-	if (c->notify && fi_cntr_read(s.cntr) != opt_ops) {
-		fprintf(stderr, "target counter %" PRIu64 ", expected %zu\n",
-			fi_cntr_read(s.cntr), opt_ops);
-		exit(1);
-	}
-	close_side(&s);
-	exit(0);
-}
-
-static double now(void)
+double bench_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-static ssize_t post(struct side *s, const struct config *c, fi_addr_t peer,
-		    const struct target_info *ti)
+static int side_reap(struct bench_side *s)
 {
-	void *desc = fi_mr_desc(s->mr);
+	int n = s->ops->tx_done(s->x);
 
-	return c->read ? fi_read(s->n.ep, s->buf, opt_size, desc, peer,
-				 ti->addr, ti->key, NULL) :
-			 fi_write(s->n.ep, s->buf, opt_size, desc, peer,
-				  ti->addr, ti->key, NULL);
+	if (n < 0)
+		return n;
+	s->outstanding -= (size_t) n;
+	return 0;
 }
 
-static double run_initiator(const struct config *c, int from_target,
-			    int to_target)
+static int side_post(struct bench_side *s, size_t size)
 {
-	struct target_info ti;
-	struct fi_cq_entry comp[16];
-	struct side s;
-	fi_addr_t peer;
-	size_t posted = 0, done = 0;
-	double start;
+	int rc;
 
-	open_side(&s, 0);
-	if (read(from_target, &ti, sizeof(ti)) != sizeof(ti))
-		exit(1);
-	if (fi_av_insert(s.n.av, ti.name, 1, &peer, 0, NULL) != 1)
-		exit(1);
-	start = now();
-	while (done < opt_ops) {
-		ssize_t n;
+	while ((rc = s->ops->post(s->x, size, s->sent + 1)) == -FI_EAGAIN)
+		if ((rc = side_reap(s)))
+			return rc;
+	if (rc)
+		return rc;
+	s->sent++;
+	s->outstanding++;
+	return 0;
+}
 
-		while (posted < opt_ops && posted - done < opt_window) {
-			n = post(&s, c, peer, &ti);
-			if (n == -FI_EAGAIN)
-				break;
-			TRY((int) n);
-			posted++;
+/* Waits for the seq-th arrival here, reaping our completions meanwhile. */
+static int side_wait(struct bench_side *s, size_t size, uint64_t seq)
+{
+	int rc;
+
+	while (!(rc = s->ops->arrived(s->x, size, seq)))
+		if (s->outstanding && (rc = side_reap(s)))
+			return rc;
+	return rc < 0 ? rc : 0;
+}
+
+static int side_drain(struct bench_side *s)
+{
+	int rc = 0;
+
+	while (s->outstanding && !rc)
+		rc = side_reap(s);
+	return rc;
+}
+
+static double pattern_lat(struct bench_side *s, const struct bench_step *st)
+{
+	size_t warm = st->iters / 10 ? st->iters / 10 : 1;
+	double start = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < warm + st->iters && !rc; i++) {
+		if (i == warm)
+			start = bench_now();
+		if (s->initiator)
+			rc = side_post(s, st->size);
+		rc = rc ?: side_wait(s, st->size, ++s->recvd);
+		if (!s->initiator)
+			rc = rc ?: side_post(s, st->size);
+	}
+	rc = rc ?: side_drain(s);
+	return rc ? -1 : bench_now() - start;
+}
+
+/*
+ * The target of a stream sleeps until the initiator is done, where
+ * nothing needs its CPU, then checks; else it polls all along.
+ */
+static double stream_target(struct bench_side *s, const struct bench_step *st)
+{
+	char done;
+
+	s->recvd += st->iters;
+	if (s->ops->target_idle(s->x)) {
+		if (read(s->sock, &done, 1) != 1 ||
+		    s->ops->arrived(s->x, st->size, s->recvd) != 1)
+			return -1;
+		return 0;
+	}
+	return side_wait(s, st->size, s->recvd) ||
+			       read(s->sock, &done, 1) != 1 ?
+		       -1 :
+		       0;
+}
+
+/* The initiator keeps window operations in flight. */
+static double pattern_stream(struct bench_side *s, const struct bench_step *st)
+{
+	uint64_t last = s->sent + st->iters;
+	double start = bench_now(), secs;
+	int rc = 0;
+
+	if (!s->initiator)
+		return stream_target(s, st);
+	while ((s->sent < last || s->outstanding) && !rc) {
+		while (s->sent < last && s->outstanding < st->window && !rc)
+			rc = side_post(s, st->size);
+		rc = rc ?: side_reap(s);
+	}
+	secs = bench_now() - start;
+	return rc || write(s->sock, "d", 1) != 1 ? -1 : secs;
+}
+
+static int side_barrier(struct bench_side *s)
+{
+	char c = 0;
+
+	return write(s->sock, &c, 1) == 1 && read(s->sock, &c, 1) == 1 ? 0 : -1;
+}
+
+static int side_exchange(struct bench_side *s, const struct bench_blob *me,
+			 struct bench_blob *peer)
+{
+	return write(s->sock, me, sizeof(*me)) == sizeof(*me) &&
+			       read(s->sock, peer, sizeof(*peer)) ==
+				       sizeof(*peer) ?
+		       0 :
+		       -1;
+}
+
+static int side_open(struct bench_side *s, const struct bench_variant *v,
+		     const struct bench_opts *o)
+{
+	struct bench_blob me = { 0 }, peer;
+	struct bench_step hello = { BENCH_LAT, 8, 1, 1 };
+	int rc;
+	size_t most =
+		bench_windows[sizeof(bench_windows) / sizeof(bench_windows[0]) -
+			      1];
+
+	s->ops = v->prov ? &bench_fi_ops : &bench_verbs_ops;
+	rc = s->ops->open(&s->x, v, o->max_size,
+			  o->window > most ? o->window : most, &me);
+	if (rc == -FI_ENODATA)
+		exit(EXIT_SKIP);
+	rc = rc ?: side_exchange(s, &me, &peer);
+	rc = rc ?: s->ops->connect(s->x, &peer, s->initiator);
+	/* Both directions connected before anything is timed. */
+	return rc ?: pattern_lat(s, &hello) < 0 ? -1 : 0;
+}
+
+/* One process of a variant's pair: every step, results to the driver. */
+static void side_run(struct bench_side *s, const struct bench_variant *v,
+		     const struct bench_opts *o, const struct bench_step *steps,
+		     size_t nsteps, int result_fd)
+{
+	struct bench_result r = { 0 };
+
+	if (v->env)
+		putenv((char *) v->env);
+	alarm(o->timeout_s);
+	if (side_open(s, v, o))
+		exit(1);
+	for (size_t i = 0; i < nsteps; i++) {
+		alarm(o->timeout_s);
+		s->ops->prepare(s->x, steps[i].size);
+		if (side_barrier(s))
+			exit(1);
+		r.secs = steps[i].pattern == BENCH_LAT ?
+				 pattern_lat(s, &steps[i]) :
+				 pattern_stream(s, &steps[i]);
+		if (r.secs < 0)
+			exit(1);
+		if (s->initiator &&
+		    write(result_fd, &r, sizeof(r)) != sizeof(r))
+			exit(1);
+	}
+	side_barrier(s);
+	s->ops->close(s->x);
+	exit(0);
+}
+
+static pid_t fork_side(const struct bench_variant *v,
+		       const struct bench_opts *o, const struct bench_step *st,
+		       size_t nsteps, int sock, int peer_sock, bool initiator,
+		       int result[2])
+{
+	struct bench_side s = { .sock = sock, .initiator = initiator };
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		close(result[0]);
+		close(peer_sock); /* the peer's end: its exit must end ours */
+		side_run(&s, v, o, st, nsteps, result[1]);
+	}
+	return pid;
+}
+
+/* Runs a variant; 0, EXIT_SKIP, or 1 with the steps not run failed. */
+static int run_variant(const struct bench_variant *v,
+		       const struct bench_opts *o, const struct bench_step *st,
+		       size_t nsteps, struct bench_result *res)
+{
+	int sp[2], result[2], status, rc = 0;
+	pid_t pid[2];
+	size_t i = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) || pipe(result))
+		return 1;
+	fflush(NULL); /* the children must not print our buffers again */
+	pid[0] = fork_side(v, o, st, nsteps, sp[0], sp[1], true, result);
+	pid[1] = fork_side(v, o, st, nsteps, sp[1], sp[0], false, result);
+	close(result[1]);
+	close(sp[0]);
+	close(sp[1]);
+	for (; i < nsteps; i++) {
+		if (read(result[0], &res[i], sizeof(res[i])) != sizeof(res[i]))
+			break;
+		bench_progress(v, &st[i], i + 1, nsteps);
+	}
+	for (size_t j = i; j < nsteps; j++)
+		res[j].failed = 1;
+	close(result[0]);
+	for (int k = 0; k < 2; k++) {
+		if (waitpid(pid[k], &status, 0) < 0)
+			rc = 1;
+		else if (WIFSIGNALED(status))
+			fprintf(stderr,
+				"nrma_bench: %s: %s killed by signal %d%s\n",
+				v->name, k ? "target" : "initiator",
+				WTERMSIG(status),
+				WTERMSIG(status) == SIGALRM ? " (-t timeout)" :
+							      "");
+		if (!WIFEXITED(status))
+			rc = 1;
+		else if (WEXITSTATUS(status))
+			rc = rc ?: WEXITSTATUS(status);
+	}
+	return i < nsteps && !rc ? 1 : rc;
+}
+
+static size_t iters_for(size_t size, size_t most, size_t least, size_t budget)
+{
+	size_t n = budget / size;
+
+	return n > most ? most : n < least ? least : n;
+}
+
+/* The steps every variant runs, in order. */
+static size_t make_plan(const struct bench_opts *o, struct bench_step *st)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(bench_sizes) / sizeof(bench_sizes[0]);
+	     i++) {
+		size_t size = bench_sizes[i];
+
+		if (size > o->max_size)
+			break;
+		st[n++] = (struct bench_step){ BENCH_LAT, size, 1,
+					       iters_for(size, o->lat_iters, 10,
+							 o->budget / 4) };
+		st[n++] = (struct bench_step){ BENCH_STREAM, size, o->window,
+					       iters_for(size, o->ops, 16,
+							 o->budget) };
+	}
+	for (size_t i = 0; i < sizeof(bench_windows) / sizeof(bench_windows[0]);
+	     i++)
+		st[n++] = (struct bench_step){ BENCH_RATE, 8, bench_windows[i],
+					       o->ops };
+	return n;
+}
+
+static bool variant_chosen(const struct bench_opts *o, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = o->only; p; p = strchr(p, ',')) {
+		p += *p == ',';
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+	}
+	return !o->only;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [-q] [-n ops] [-l iters] [-s max_size] [-w window]\n"
+		"       [-b bytes] [-t secs] [-a addr] [-V variant,...]\n"
+		"       [-P peers] [--csv file] [--plot prefix]\n",
+		prog);
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct bench_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "csv", required_argument, NULL, 'c' },
+		{ "plot", required_argument, NULL, 'p' },
+		{ "quick", no_argument, NULL, 'q' },
+		{ 0 }
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "qn:l:s:w:b:t:a:V:P:", longopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'q': /* a smoke run: it must finish, not measure well */
+			*o = (struct bench_opts){ 200,	    50,
+						  65536,    16,
+						  1u << 20, o->timeout_s,
+						  o->only,  o->csv,
+						  o->plot,  4 };
+			break;
+		case 'n':
+			o->ops = strtoul(optarg, NULL, 0);
+			break;
+		case 'l':
+			o->lat_iters = strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			o->max_size = strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			o->window = strtoul(optarg, NULL, 0);
+			break;
+		case 'b':
+			o->budget = strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			o->timeout_s = (unsigned) atoi(optarg);
+			break;
+		case 'a':
+			setenv("NRMA_BENCH_ADDR", optarg, 1);
+			break;
+		case 'V':
+			o->only = optarg;
+			break;
+		case 'P':
+			o->peers = strtoul(optarg, NULL, 0);
+			break;
+		case 'c':
+			o->csv = optarg;
+			break;
+		case 'p':
+			o->plot = optarg;
+			break;
+		default:
+			usage(argv[0]);
 		}
-		n = fi_cq_read(s.n.cq, comp, 16);
-		if (n > 0)
-			done += n;
-		else if (n != -FI_EAGAIN)
-			TRY((int) n);
 	}
-	start = now() - start;
-	if (write(to_target, "x", 1) != 1)
-		exit(1);
-	close_side(&s);
-	return start;
-}
-
-/* One configuration in two fresh processes; returns seconds, or < 0. */
-static double measure(const struct config *c)
-{
-	int t2i[2], i2t[2], res[2], status;
-	double secs = -1;
-	pid_t target, init;
-
-	if (pipe(t2i) || pipe(i2t) || pipe(res))
-		return -1;
-	fflush(stdout); /* children must not print our buffer again */
-	if (c->fence)
-		setenv("FI_NRMA_NOTIFY_FENCE", c->fence, 1);
-	target = fork();
-	if (!target)
-		run_target(c, t2i[1], i2t[0]);
-	init = fork();
-	if (!init) {
-		secs = run_initiator(c, t2i[0], i2t[1]);
-		exit(write(res[1], &secs, sizeof(secs)) != sizeof(secs));
-	}
-	unsetenv("FI_NRMA_NOTIFY_FENCE");
-	if (read(res[0], &secs, sizeof(secs)) != sizeof(secs))
-		secs = -1;
-	waitpid(init, &status, 0);
-	waitpid(target, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		secs = -1;
-	return secs;
+	if (!o->ops || !o->lat_iters || o->max_size < 8 || !o->window ||
+	    !o->budget || optind != argc)
+		usage(argv[0]);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct config configs[] = {
-		{ "plain", NULL, 0, 0 },
-		{ "auto", "auto", 1, 0 },
-		{ "always", "always", 1, 0 },
-		{ "read", "auto", 1, 1 },
-	};
-	double base = 0;
-	int opt;
+	struct bench_opts o = { 20000, 1000, 4u << 20, 32,   32u << 20,
+				300,   NULL, NULL,     NULL, 64 };
+	static struct bench_result res[N_VARIANTS][64];
+	struct bench_step steps[64];
+	int status[N_VARIANTS], rc = 0;
+	size_t nsteps;
 
-	while ((opt = getopt(argc, argv, "n:s:w:")) != -1) {
-		switch (opt) {
-		case 'n':
-			opt_ops = strtoul(optarg, NULL, 0);
-			break;
-		case 's':
-			opt_size = strtoul(optarg, NULL, 0);
-			break;
-		case 'w':
-			opt_window = strtoul(optarg, NULL, 0);
-			break;
-		default:
-			fprintf(stderr,
-				"usage: %s [-n ops] [-s size] [-w window]\n",
-				argv[0]);
-			return 2;
-		}
+	parse(argc, argv, &o);
+	nsteps = make_plan(&o, steps);
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t v = 0; v < N_VARIANTS; v++) {
+		status[v] = variant_chosen(&o, bench_variants[v].name) ?
+				    run_variant(&bench_variants[v], &o, steps,
+						nsteps, res[v]) :
+				    -1;
+		if (status[v] > 0 && status[v] != EXIT_SKIP)
+			rc = 1;
 	}
-	printf("%-8s %10s %8s %8s %12s %10s\n", "config", "size", "window",
-	       "ops", "ops/s", "vs plain");
-	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
-		double secs = measure(&configs[i]);
-
-		if (secs < 0) {
-			printf("%-8s failed\n", configs[i].name);
-			return 1;
-		}
-		if (!i)
-			base = secs;
-		printf("%-8s %10zu %8zu %8zu %12.0f %9.2fx\n", configs[i].name,
-		       opt_size, opt_window, opt_ops, opt_ops / secs,
-		       base / secs);
-	}
-	return 0;
+	if (bench_report(&(struct bench_report){
+		    bench_variants, N_VARIANTS, status, steps, nsteps,
+		    &res[0][0], 64, o.csv, o.plot }))
+		rc = 1;
+	if (o.peers && bench_peers(stdout, o.peers))
+		rc = 1;
+	return rc;
 }

@@ -146,17 +146,40 @@ static void progress_send_wc(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_send_finish(ep, op);
 }
 
-static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
+/*
+ * Whether a completion ends its chain of work requests: the signaled last
+ * one does, and frees the slots of all; an unsignaled one only completes
+ * in error, before the last one flushes, unless the last was never
+ * posted.
+ */
+static bool progress_chain_done(struct nrma_op *op, const struct nrma_wc *wc)
 {
-	struct nrma_op *op = nrma_op_at(ep->xfer, (uint32_t) wc->wr_id);
+	uint64_t slots = wc->wr_id >> NRMA_WR_SLOTS_SHIFT & NRMA_WR_SLOTS_MASK;
 
-	op->conn->sq_free++;
 	if (wc->status && !op->error) {
 		op->error = nrma_verbs_status_errno(wc->status);
 		op->prov_errno = wc->status;
 		nrma_conn_fail(op->conn, -op->error);
 	}
-	op->wc_pending--;
+	if (slots) {
+		op->conn->sq_free += slots;
+		op->wc_pending--;
+	} else if (!op->wc_orphans) {
+		return false;
+	} else {
+		op->conn->sq_free++;
+		if (--op->wc_orphans)
+			return false;
+	}
+	return true;
+}
+
+static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
+{
+	struct nrma_op *op = nrma_op_at(ep->xfer, (uint32_t) wc->wr_id);
+
+	if (!progress_chain_done(op, wc))
+		return;
 	switch (op->kind) {
 	case NRMA_OP_SEND:
 		progress_send_wc(ep, op);

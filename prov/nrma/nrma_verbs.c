@@ -499,7 +499,7 @@ int nrma_verbs_qp_create(struct nrma_verbs_ep *ve, struct nrma_verbs_domain *vd,
 		.recv_cq = ve->cq,
 		.srq = ve->srq,
 		.qp_type = IBV_QPT_RC,
-		.sq_sig_all = 1,
+		.sq_sig_all = 0, /* nrma_wr.signaled */
 		.cap = {
 			.max_send_wr = sq_depth,
 			.max_send_sge = max_sge,
@@ -564,7 +564,8 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 		.sg_list = ibv_sge,
 		.num_sge = wr->sge_count,
 		.opcode = wr_opcode[wr->op],
-		.send_flags = wr->fence ? IBV_SEND_FENCE : 0,
+		.send_flags = (wr->fence ? IBV_SEND_FENCE : 0) |
+			      (wr->signaled ? IBV_SEND_SIGNALED : 0),
 	};
 	if (wr->op == NRMA_WR_FETCH_ADD || wr->op == NRMA_WR_CMP_SWAP) {
 		ibv_wr->wr.atomic.remote_addr = wr->raddr;

@@ -124,6 +124,8 @@ struct nrma_wr {
 	uint64_t swap;
 	/* Wait for earlier reads and atomics on the queue pair. */
 	bool fence;
+	/* Completes with a work completion; the others only on errors. */
+	bool signaled;
 };
 
 /*

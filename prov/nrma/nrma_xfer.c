@@ -112,11 +112,18 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
 		return -FI_ECONNRESET;
 	if (op->conn->sq_free < count)
 		return -FI_EAGAIN;
-	for (size_t i = 0; i < count; i++)
+	/* RC completes in order: one completion covers the whole chain. */
+	for (size_t i = 0; i < count; i++) {
 		wr[i].wr_id = nrma_token_index(&x->ops, op);
+		wr[i].signaled = i + 1 == count;
+	}
+	wr[count - 1].wr_id |= (uint64_t) count << NRMA_WR_SLOTS_SHIFT;
 	ret = nrma_verbs_post(op->conn->qp, wr, count, &posted);
 	op->conn->sq_free -= posted;
-	op->wc_pending += posted;
+	if (posted == count)
+		op->wc_pending++;
+	else /* each is flushed with a completion of its own */
+		op->wc_orphans += (unsigned int) posted;
 	if (!ret || (ret == -FI_EAGAIN && !posted))
 		return ret;
 	/* Half an operation (a write without its notification) is none. */

@@ -32,11 +32,19 @@
 #include "nrma_token.h"
 #include "nrma_verbs.h"
 
-#define NRMA_WR_RECV	   (1ULL << 63) /* wr_id of a receive buffer */
+#define NRMA_WR_RECV	    (1ULL << 63) /* wr_id of a receive buffer */
+/*
+ * An operation's work requests but the last are unsignaled; the last one's
+ * wr_id carries how many send queue slots its completion frees.
+ */
+#define NRMA_WR_SLOTS_SHIFT 32
+#define NRMA_WR_SLOTS_MASK  0xffu
 /* ACKs one peer may be owed while its queue is full. */
-#define NRMA_ACKS_OWED_MAX 65536
+#define NRMA_ACKS_OWED_MAX  65536
 /* Work requests one operation posts at most. */
-#define NRMA_OP_MAX_WRS	   NRMA_IOV_LIMIT
+#define NRMA_OP_MAX_WRS	    NRMA_IOV_LIMIT
+_Static_assert(NRMA_OP_MAX_WRS <= NRMA_WR_SLOTS_MASK,
+	       "a chain's slot count fits its wr_id");
 
 enum nrma_op_kind {
 	NRMA_OP_SEND,	 /* an application send */
@@ -56,7 +64,8 @@ struct nrma_op {
 	uint64_t flags; /* completion flags, FI_COMPLETION */
 	size_t len;
 	int64_t buf;		 /* bounce buffer, or -1 */
-	unsigned int wc_pending; /* posted work requests not yet done */
+	unsigned int wc_pending; /* posted signaled requests not yet done */
+	unsigned int wc_orphans; /* requests posted without their last one */
 	bool ack_pending;	 /* waiting for the peer's ACK */
 	int64_t sent_ms;	 /* NRMA_OP_SEND: when it was posted */
 	int error;		 /* first failure, positive */

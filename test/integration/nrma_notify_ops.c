@@ -9,6 +9,10 @@
  * fi_writedata (whose CQ data reaches the target's rx CQ too); the count
  * is exact as soon as the initiator has its completions; data the target
  * overwrites once the counter moved was read before.
+ *
+ * Built a second time as nrma_notify_ops_always, with every notification
+ * atomic fenced (FI_NRMA_NOTIFY_FENCE=always): a fence waits for what is
+ * before it, so the same checks must hold, and nothing may wait forever.
  */
 #include "itest_notify.h"
 
@@ -287,5 +291,10 @@ static void initiator(uint64_t me)
 
 int main(void)
 {
+#ifdef NT_FENCE_ALWAYS
+	setenv("FI_NRMA_NOTIFY_FENCE", "always", 1);
+	return nt_main("nrma_notify_ops_always", 1, target, initiator);
+#else
 	return nt_main("nrma_notify_ops", 1, target, initiator);
+#endif
 }
