@@ -24,6 +24,7 @@
 
 #include "nrma_bench.h"
 #include "nrma_bench_out.h"
+#include "nrma_try.h"
 
 #define ALL_PATTERNS ((1u << BENCH_PATTERNS) - 1)
 #define LAT_ONLY     (1u << BENCH_LAT)
@@ -78,14 +79,6 @@ struct bench_side {
 	size_t outstanding;
 };
 
-double bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 static int side_reap(struct bench_side *s)
 {
 	int n = s->ops->tx_done(s->x);
@@ -138,7 +131,7 @@ static double pattern_lat(struct bench_side *s, const struct bench_step *st)
 
 	for (size_t i = 0; i < warm + st->iters && !rc; i++) {
 		if (i == warm)
-			start = bench_now();
+			start = try_now();
 		if (s->initiator)
 			rc = side_post(s, st->size);
 		rc = rc ?: side_wait(s, st->size, ++s->recvd);
@@ -146,7 +139,7 @@ static double pattern_lat(struct bench_side *s, const struct bench_step *st)
 			rc = rc ?: side_post(s, st->size);
 	}
 	rc = rc ?: side_drain(s);
-	return rc ? -1 : bench_now() - start;
+	return rc ? -1 : try_now() - start;
 }
 
 /*
@@ -174,7 +167,7 @@ static double stream_target(struct bench_side *s, const struct bench_step *st)
 static double pattern_stream(struct bench_side *s, const struct bench_step *st)
 {
 	uint64_t last = s->sent + st->iters;
-	double start = bench_now(), secs;
+	double start = try_now(), secs;
 	int rc = 0;
 
 	if (!s->initiator)
@@ -184,7 +177,7 @@ static double pattern_stream(struct bench_side *s, const struct bench_step *st)
 			rc = side_post(s, st->size);
 		rc = rc ?: side_reap(s);
 	}
-	secs = bench_now() - start;
+	secs = try_now() - start;
 	return rc || write(s->sock, "d", 1) != 1 ? -1 : secs;
 }
 

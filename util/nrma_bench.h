@@ -97,9 +97,6 @@ static inline uint8_t bench_seq_byte(uint64_t seq)
 	return (uint8_t) (seq % 255 + 1);
 }
 
-/* Seconds on the monotonic clock. */
-double bench_now(void);
-
 /* The IPv4 address of a RoCE device's GID (or of opt_addr) for rdmacm. */
 int bench_verbs_addr(const char *opt_addr, char *out, size_t len);
 

@@ -47,14 +47,6 @@ struct soak_target {
 	uint64_t key;
 };
 
-static double soak_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void soak_open(struct try_node *n)
 {
 	try_domain_open(n, FI_RMA | FI_RMA_EVENT);
@@ -185,7 +177,7 @@ static void soak_target(int *fds, pid_t *kids)
 		t.key = fi_mr_key(r->mr);
 		soak_io(fds[i], &t, sizeof(t), true);
 	}
-	start = report = soak_now();
+	start = report = try_now();
 	while (finished < opt_init) {
 		finished = 0;
 		for (long i = 0; i < opt_init; i++) {
@@ -202,12 +194,12 @@ static void soak_target(int *fds, pid_t *kids)
 				soak_check(&ring[i], i, c);
 			finished += c == (uint64_t) opt_ops;
 		}
-		if (soak_now() - report > 5) {
+		if (try_now() - report > 5) {
 			uint64_t sum = 0;
 
 			for (long i = 0; i < opt_init; i++)
 				sum += ring[i].seen;
-			report = soak_now();
+			report = try_now();
 			fprintf(stderr,
 				"%.0f s: %" PRIu64 " of %ld writes "
 				"counted (%.0f/s)\n",
@@ -233,8 +225,8 @@ static void soak_target(int *fds, pid_t *kids)
 	}
 	printf("%ld notified writes in %.1f s (%.0f/s): counts exact, "
 	       "no counter ahead of its data\n",
-	       opt_init * opt_ops, soak_now() - start,
-	       opt_init * opt_ops / (soak_now() - start));
+	       opt_init * opt_ops, try_now() - start,
+	       opt_init * opt_ops / (try_now() - start));
 	for (long i = 0; i < opt_init; i++) {
 		TRY(fi_close(&ring[i].mr->fid));
 		TRY(fi_close(&ring[i].cntr->fid));

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <string.h>
+#include <time.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -24,6 +25,15 @@
 			exit(1);                                               \
 		}                                                              \
 	} while (0)
+
+/* Seconds on the monotonic clock. */
+static inline double try_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
 
 /*
  * The remote address of the first byte of a registration at buf: buf
