@@ -43,6 +43,9 @@ static const struct bench_variant bench_variants[] = {
 	  "FI_NRMA_NOTIFY_FENCE=always", "raw-pair", ALL_PATTERNS },
 	{ "notify-read", "nrma", BENCH_OP_READ_CNTR, NULL, "raw-readpair",
 	  ALL_PATTERNS },
+	/* One atomic of +16 behind 16 writes: against plain writes. */
+	{ "notify-coalesce", "nrma", BENCH_OP_WRITE_CNTR,
+	  "FI_NRMA_NOTIFY_COALESCE=16", "raw-write", ALL_PATTERNS },
 	{ "nset", "nrma", BENCH_OP_WRITE_NSET, NULL, "raw-pair", ALL_PATTERNS },
 	{ "writedata", "nrma", BENCH_OP_WRITEDATA, NULL, "raw-pair",
 	  ALL_PATTERNS },

@@ -32,6 +32,8 @@ static const struct bench_target bench_targets[] = {
 	{ "notified-read rate", "notify-read", "raw-readpair", BENCH_STREAM, 8,
 	  1.0 },
 	{ "plain-write rate", "write", "raw-write", BENCH_STREAM, 8, 0.95 },
+	{ "coalesced notified-write rate", "notify-coalesce", "raw-write",
+	  BENCH_STREAM, 8, 0.95 },
 	{ "send latency 8 B", "send", "rxm-send", BENCH_LAT, 8, 1.0, true },
 	{ "send latency 4 KiB", "send", "rxm-send", BENCH_LAT, 4096, 1.0,
 	  true },

@@ -88,6 +88,7 @@ struct nrma_params {
 	size_t qp_depth;	  /* send queue depth per connection */
 	bool notify_fence_always; /* fence every notification atomic */
 	int notify_wake_ms;	  /* sleep bound while remote atomics count */
+	size_t notify_coalesce;	  /* notified writes one atomic may count */
 };
 extern struct nrma_params nrma_params;
 

@@ -194,6 +194,7 @@ static struct nrma_conn *conn_alloc(struct nrma_cm *cm, struct rdma_cm_id *id,
 	conn->state = NRMA_CONN_CONNECTING;
 	conn->fi_addr = FI_ADDR_NOTAVAIL;
 	nrma_dlist_init(&conn->send_queue);
+	nrma_dlist_init(&conn->batch.ops);
 	nrma_hash_init(&conn->rkeys);
 	id->context = conn;
 	nrma_conn_table_add(&cm->table, conn);

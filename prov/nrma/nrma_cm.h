@@ -30,6 +30,31 @@ struct nrma_verbs_ep;
 struct nrma_verbs_qp;
 struct rdma_cm_id;
 
+/*
+ * The words a notified write bumps at the peer, besides the peer
+ * endpoint's cell: writes with equal targets share a batch.
+ */
+struct nrma_batch_target {
+	uint32_t cell_rkey; /* its region's cell, 0: none */
+	bool has_set;	    /* a word of a notification set */
+	uint32_t set_rkey;
+	uint64_t set_addr;
+};
+
+/*
+ * Notified writes whose atomics wait to go out as one (nrma_batch.c, the
+ * data path's; FI_NRMA_NOTIFY_COALESCE).
+ */
+struct nrma_notify_batch {
+	struct nrma_dlist ops; /* struct nrma_op, by op->link */
+	struct nrma_batch_target target;
+	size_t count;	  /* writes in ops */
+	size_t writing;	  /* of those, not yet completed at the device */
+	uint64_t set_add; /* what they add to the set's word */
+	bool deferred;	  /* on the endpoint's list of those to retry */
+	struct nrma_dlist deferred_link;
+};
+
 enum nrma_conn_state {
 	NRMA_CONN_CONNECTING,
 	NRMA_CONN_CONNECTED,
@@ -72,6 +97,7 @@ struct nrma_conn {
 	uint32_t keytab_rkey;
 	uint32_t keytab_slots;
 	struct nrma_hash rkeys; /* slot index + 1 -> struct nrma_rkey */
+	struct nrma_notify_batch batch;
 };
 
 /* An endpoint's connections (nrma_conn.c); no rdmacm in it. */

@@ -21,6 +21,7 @@ struct nrma_params nrma_params = {
 	.credits = 16,
 	.qp_depth = 64,
 	.notify_wake_ms = 1,
+	.notify_coalesce = 1,
 };
 
 static void nrma_cleanup(void)
@@ -96,6 +97,10 @@ static void nrma_define_params(void)
 		&nrma_prov, "notify_wake_ms", FI_PARAM_INT,
 		"Longest sleep of fi_cntr_wait on a counter that remote atomics bump (default: %d)",
 		nrma_params.notify_wake_ms);
+	fi_param_define(
+		&nrma_prov, "notify_coalesce", FI_PARAM_SIZE_T,
+		"Notified writes to one peer and counter that one atomic of +n may announce; 1: an atomic each (default: %zu)",
+		nrma_params.notify_coalesce);
 }
 
 static void nrma_read_params(void)
@@ -117,6 +122,8 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "qp_depth", &nrma_params.qp_depth);
 	fi_param_get_int(&nrma_prov, "notify_wake_ms",
 			 &nrma_params.notify_wake_ms);
+	fi_param_get_size_t(&nrma_prov, "notify_coalesce",
+			    &nrma_params.notify_coalesce);
 	if (!fi_param_get_str(&nrma_prov, "notify_fence", &fence)) {
 		if (!strcmp(fence, "always"))
 			nrma_params.notify_fence_always = true;

@@ -206,6 +206,9 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 	case NRMA_OP_RESOLVE:
 		nrma_rkey_read_done(ep, op);
 		break;
+	case NRMA_OP_NOTIFY:
+		nrma_batch_notified(ep, op);
+		break;
 	}
 }
 
@@ -260,6 +263,7 @@ int nrma_progress_poll(struct nrma_ep *ep)
 	nrma_stalled_retry(ep);
 	nrma_reads_retry(ep);
 	nrma_acks_retry(ep);
+	nrma_batch_retry(ep);
 	nrma_credit_progress(ep);
 	nrma_send_check_peers(ep);
 	return n > 0 ? n : 0;
@@ -637,6 +641,7 @@ void nrma_cm_thread_unwatch(struct nrma_cm_thread *t, struct nrma_ep *ep)
 static void progress_conn_failed(void *arg, struct nrma_conn *conn)
 {
 	nrma_send_conn_failed(arg, conn);
+	nrma_batch_conn_failed(arg, conn);
 }
 
 static void progress_drain(void *arg)

@@ -90,14 +90,21 @@ static struct nrma_wr rma_notify_wr(uint32_t rkey, uint64_t raddr,
 	};
 }
 
+/* What a notified operation adds to its set's word. */
+static uint64_t rma_set_add(const struct fi_nrma_notify *notify)
+{
+	if (!notify)
+		return 0;
+	return notify->op == FI_NRMA_NOTIFY_ADD ? notify->value : 1;
+}
+
 struct nrma_wr nrma_notify_set_wr(const struct fi_nrma_notify *notify,
 				  const struct nrma_remote *set,
 				  const struct nrma_sge *scratch, bool fence)
 {
 	struct nrma_wr wr = rma_notify_wr(set->rkey, set->addr, scratch, fence);
 
-	if (notify->op == FI_NRMA_NOTIFY_ADD)
-		wr.add = notify->value;
+	wr.add = rma_set_add(notify);
 	return wr;
 }
 
@@ -153,6 +160,27 @@ static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 	return n;
 }
 
+/*
+ * Whether a write's notifications wait in its connection's batch
+ * (nrma_batch.c): 1 if they do, 0 if they go with it, or -FI_EAGAIN.
+ */
+static int rma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
+			  const struct nrma_rma_args *a,
+			  const struct nrma_remote *remote,
+			  const struct nrma_remote *set,
+			  struct nrma_batch_target *t)
+{
+	if (a->flags & FI_READ)
+		return 0;
+	*t = (struct nrma_batch_target){ .cell_rkey = remote->cell_rkey };
+	if (a->notify) {
+		t->has_set = true;
+		t->set_rkey = set->rkey;
+		t->set_addr = set->addr;
+	}
+	return nrma_batch_open(ep, conn, t);
+}
+
 static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			const void *args, size_t len)
 {
@@ -161,13 +189,14 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
 	struct nrma_wr wr[4];
 	struct nrma_remote remote, set;
+	struct nrma_batch_target target;
 	struct nrma_op *op;
 	uint64_t flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
 			 nrma_tx_comp_flags(ep, a->flags, a->silent);
 	/* Immediate data takes a receive buffer at the peer: a credit. */
 	bool imm = (a->flags & (FI_READ | FI_REMOTE_CQ_DATA)) ==
 		   FI_REMOTE_CQ_DATA;
-	int n;
+	int batched, n;
 
 	n = nrma_rkey_target(ep, conn, a->key, a->addr, len,
 			     a->flags & FI_READ ? NRMA_KEY_REMOTE_READ :
@@ -179,6 +208,9 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		return nrma_tx_refuse(ep, a->context, flags);
 	if (n)
 		return n;
+	batched = rma_batch_open(ep, conn, a, &remote, &set, &target);
+	if (batched < 0)
+		return batched;
 	if (imm && !nrma_credit_take(conn, NRMA_CREDIT_CTL))
 		return -FI_EAGAIN;
 	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
@@ -189,10 +221,13 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->flags = flags;
 		n = rma_local(ep, op, a, sge);
 	}
-	if (n >= 0)
-		n = nrma_op_post(
-			x, op, wr,
-			rma_wrs(op, a, &remote, &set, sge, n, &scratch, wr));
+	if (n >= 0) {
+		size_t count =
+			rma_wrs(op, a, &remote, &set, sge, n, &scratch, wr);
+
+		/* A batched write goes alone: the batch's atomics follow. */
+		n = nrma_op_post(x, op, wr, batched ? 1 : count);
+	}
 	if (n) {
 		if (imm)
 			nrma_credit_untake(conn, NRMA_CREDIT_CTL);
@@ -201,6 +236,8 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		return n;
 	}
 	x->sends++;
+	if (batched)
+		nrma_batch_add(ep, op, &target, rma_set_add(a->notify));
 	return 0;
 }
 
@@ -219,7 +256,7 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
-	if (op->wc_pending)
+	if (op->wc_pending || nrma_batch_holds(ep, op))
 		return;
 	if (!op->error && op->buf >= 0 && (op->flags & FI_READ))
 		nrma_iov_scatter(op->iov, op->iov_count, 0,

@@ -416,6 +416,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->stalled_reads);
 	nrma_dlist_init(&x->blocked_conns);
 	nrma_dlist_init(&x->credit_owed);
+	nrma_dlist_init(&x->batch_deferred);
 	ep->xfer = x;
 	ret = xfer_pools_init(ep, x);
 	if (ret) {

@@ -54,6 +54,14 @@ enum nrma_op_kind {
 	NRMA_OP_PROBE,	 /* is the peer still there? */
 	NRMA_OP_CREDIT,	 /* credits given back to the peer */
 	NRMA_OP_RESOLVE, /* a read of a slot of the peer's key table */
+	NRMA_OP_NOTIFY,	 /* a batch's notification atomics (nrma_batch.c) */
+};
+
+/* Where a coalesced write's notification is (nrma_batch.c). */
+enum nrma_op_batch {
+	NRMA_BATCH_NONE,    /* its own, or none */
+	NRMA_BATCH_WAITING, /* in its connection's batch */
+	NRMA_BATCH_POSTED,  /* on a NRMA_OP_NOTIFY's list */
 };
 
 /* Work the endpoint has on the device; its slot index is the wr_id. */
@@ -92,6 +100,8 @@ struct nrma_op {
 	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
 	struct iovec iov[NRMA_IOV_LIMIT];
 	size_t iov_count;
+	enum nrma_op_batch batch;
+	struct nrma_dlist notified; /* NRMA_OP_NOTIFY: the writes it counts */
 };
 
 /* Whose message a receive buffer holds, for its credit. */
@@ -142,8 +152,9 @@ struct nrma_xfer {
 	struct nrma_verbs_mr *scratch_mr;
 	size_t credits_msg; /* what we grant each peer */
 	size_t credits_ctl;
-	struct nrma_dlist blocked_conns; /* with sends waiting for credits */
-	struct nrma_dlist credit_owed;	 /* owed credits we could not send */
+	struct nrma_dlist blocked_conns;  /* with sends waiting for credits */
+	struct nrma_dlist credit_owed;	  /* owed credits we could not send */
+	struct nrma_dlist batch_deferred; /* conns whose batch waits for room */
 };
 
 /* Operations and posting (nrma_xfer.c) */
@@ -279,5 +290,24 @@ struct nrma_wr nrma_notify_set_wr(const struct fi_nrma_notify *notify,
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 			 struct nrma_conn *conn);
+
+/* Coalesced notifications (nrma_batch.c) */
+/*
+ * Whether a notified write to t joins conn's batch: 1 if it does (post
+ * the write alone, then nrma_batch_add), 0 if it carries its own atomics,
+ * -FI_EAGAIN while a batch for other targets cannot go out.
+ */
+int nrma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
+		    const struct nrma_batch_target *t);
+/* op's write is posted; set_add is what it adds to the set's word. */
+void nrma_batch_add(struct nrma_ep *ep, struct nrma_op *op,
+		    const struct nrma_batch_target *t, uint64_t set_add);
+/* op's write completed: whether op still waits for its notification. */
+bool nrma_batch_holds(struct nrma_ep *ep, struct nrma_op *op);
+/* A batch's atomics completed (op: NRMA_OP_NOTIFY): its writes do. */
+void nrma_batch_notified(struct nrma_ep *ep, struct nrma_op *op);
+void nrma_batch_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
+/* Posts the batches that waited for room on their queue pairs. */
+void nrma_batch_retry(struct nrma_ep *ep);
 
 #endif /* NRMA_XFER_H */

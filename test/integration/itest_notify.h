@@ -108,4 +108,21 @@ void stamps_open(struct rt_node *n, struct keymsg *km, struct stamps *p);
 int nt_main(const char *name, int ninit, void (*target)(void),
 	    void (*initiator)(uint64_t me));
 
+/*
+ * nt_main, or, in a test built again with -DNT_COALESCE=K, nt_main under
+ * the name with "_coalesce" and every notified write coalesced, up to K
+ * to an atomic (FI_NRMA_NOTIFY_COALESCE): a completion still means its
+ * notification is at the target, so the same checks must hold.
+ */
+#ifdef NT_COALESCE
+#define NT_STR_(x) #x
+#define NT_STR(x)  NT_STR_(x)
+#define NT_MAIN(name, ninit, target, initiator)                     \
+	(setenv("FI_NRMA_NOTIFY_COALESCE", NT_STR(NT_COALESCE), 1), \
+	 nt_main(name "_coalesce", ninit, target, initiator))
+#else
+#define NT_MAIN(name, ninit, target, initiator) \
+	nt_main(name, ninit, target, initiator)
+#endif
+
 #endif /* NRMA_ITEST_NOTIFY_H */

@@ -202,5 +202,5 @@ static void initiator(uint64_t me)
 
 int main(void)
 {
-	return nt_main("nrma_notify_mr_cntrs", 1, target, initiator);
+	return NT_MAIN("nrma_notify_mr_cntrs", 1, target, initiator);
 }

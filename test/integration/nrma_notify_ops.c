@@ -12,7 +12,8 @@
  *
  * Built a second time as nrma_notify_ops_always, with every notification
  * atomic fenced (FI_NRMA_NOTIFY_FENCE=always): a fence waits for what is
- * before it, so the same checks must hold, and nothing may wait forever.
+ * before it, so the same checks must hold, and nothing may wait forever;
+ * and as nrma_notify_ops_coalesce (NT_MAIN).
  */
 #include "itest_notify.h"
 
@@ -295,6 +296,6 @@ int main(void)
 	setenv("FI_NRMA_NOTIFY_FENCE", "always", 1);
 	return nt_main("nrma_notify_ops_always", 1, target, initiator);
 #else
-	return nt_main("nrma_notify_ops", 1, target, initiator);
+	return NT_MAIN("nrma_notify_ops", 1, target, initiator);
 #endif
 }

@@ -221,5 +221,5 @@ static void produce(uint64_t me)
 
 int main(void)
 {
-	return nt_main("nrma_notify_order", 1, consume, produce);
+	return NT_MAIN("nrma_notify_order", 1, consume, produce);
 }

@@ -600,5 +600,5 @@ static void initiator(uint64_t me)
 
 int main(void)
 {
-	return nt_main("nrma_notify_sets", S1_INIT, target, initiator);
+	return NT_MAIN("nrma_notify_sets", S1_INIT, target, initiator);
 }

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Coalesced notifications (FI_NRMA_NOTIFY_COALESCE=K, K > 1).  Notified
+ * writes to one peer that bump the same words share one fetch-and-add
+ * per word of +n behind their n writes, n <= K, so the device runs about
+ * one atomic per K writes instead of one per write.
+ *
+ * Such a write goes out alone, signaled, and its operation waits in its
+ * connection's batch.  The batch's atomics follow its writes on the same
+ * queue pair: the counters never count a write before it is placed (they
+ * may lag, never lead), and each operation completes only once the
+ * atomics have, so that its completion still means its notification is
+ * at the target.  A batch goes out once it holds K writes, when a write
+ * for other targets comes, or when its last write has completed and no
+ * other followed: the stream paused, and waiting longer only delays.
+ * One that finds no room on its queue pair is retried on each progress.
+ */
+#include "nrma_xfer.h"
+
+static bool batch_same_target(const struct nrma_batch_target *a,
+			      const struct nrma_batch_target *b)
+{
+	return a->cell_rkey == b->cell_rkey && a->has_set == b->has_set &&
+	       (!a->has_set ||
+		(a->set_rkey == b->set_rkey && a->set_addr == b->set_addr));
+}
+
+/* One atomic a word: each adds what the batch's writes would have. */
+static size_t batch_wrs(const struct nrma_conn *conn,
+			const struct nrma_sge *scratch, struct nrma_wr *wr)
+{
+	const struct nrma_notify_batch *b = &conn->batch;
+	size_t n = nrma_notify_wrs(conn, b->target.cell_rkey, false, false,
+				   scratch, wr);
+
+	for (size_t i = 0; i < n; i++)
+		wr[i].add = b->count;
+	if (b->target.has_set) {
+		struct fi_nrma_notify sum = { .op = FI_NRMA_NOTIFY_ADD,
+					      .value = b->set_add };
+		struct nrma_remote set = { .addr = b->target.set_addr,
+					   .rkey = b->target.set_rkey };
+
+		wr[n++] = nrma_notify_set_wr(&sum, &set, scratch, false);
+	}
+	return n;
+}
+
+static void batch_defer(struct nrma_xfer *x, struct nrma_conn *conn)
+{
+	if (conn->batch.deferred)
+		return;
+	conn->batch.deferred = true;
+	nrma_dlist_insert_tail(&conn->batch.deferred_link, &x->batch_deferred);
+}
+
+static void batch_undefer(struct nrma_conn *conn)
+{
+	if (!conn->batch.deferred)
+		return;
+	conn->batch.deferred = false;
+	nrma_dlist_remove(&conn->batch.deferred_link);
+}
+
+/* The batch's writes go on the list of the operation that counts them. */
+static void batch_hand_over(struct nrma_notify_batch *b, struct nrma_op *notify)
+{
+	struct nrma_dlist *item;
+
+	nrma_dlist_init(&notify->notified);
+	while ((item = nrma_dlist_pop_front(&b->ops))) {
+		struct nrma_op *op =
+			nrma_container_of(item, struct nrma_op, link);
+
+		op->batch = NRMA_BATCH_POSTED;
+		nrma_dlist_insert_tail(&op->link, &notify->notified);
+	}
+	b->count = b->writing = 0;
+	b->set_add = 0;
+}
+
+/* Posts the batch's atomics; -FI_EAGAIN: it is retried on progress. */
+static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_sge scratch = nrma_scratch_sge(x);
+	struct nrma_wr wr[3];
+	struct nrma_op *op;
+	int ret = -FI_EAGAIN;
+
+	if (!conn->batch.count)
+		return 0;
+	op = nrma_op_alloc(x, NRMA_OP_NOTIFY, conn);
+	if (op)
+		ret = nrma_op_post(x, op, wr, batch_wrs(conn, &scratch, wr));
+	if (ret == -FI_EAGAIN) {
+		batch_defer(x, conn);
+	} else if (!ret) {
+		batch_undefer(conn);
+		batch_hand_over(&conn->batch, op);
+	}
+	if (ret && op)
+		nrma_op_free(x, op);
+	return ret;
+}
+
+int nrma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
+		    const struct nrma_batch_target *t)
+{
+	struct nrma_notify_batch *b = &conn->batch;
+	int ret;
+
+	if (nrma_params.notify_coalesce < 2 ||
+	    (!conn->notify_rkey && !t->cell_rkey && !t->has_set))
+		return 0;
+	if (b->count && !batch_same_target(&b->target, t)) {
+		ret = batch_flush(ep, conn);
+		if (ret)
+			return ret == -FI_EAGAIN ? ret : 0;
+	}
+	return 1;
+}
+
+void nrma_batch_add(struct nrma_ep *ep, struct nrma_op *op,
+		    const struct nrma_batch_target *t, uint64_t set_add)
+{
+	struct nrma_notify_batch *b = &op->conn->batch;
+
+	if (!b->count)
+		b->target = *t;
+	op->batch = NRMA_BATCH_WAITING;
+	nrma_dlist_insert_tail(&op->link, &b->ops);
+	b->count++;
+	b->writing++;
+	b->set_add += set_add;
+	if (b->count >= nrma_params.notify_coalesce)
+		batch_flush(ep, op->conn);
+}
+
+/* op's notification will not go: it ends with the connection's error. */
+static void batch_drop(struct nrma_op *op)
+{
+	nrma_dlist_remove(&op->link);
+	op->conn->batch.count--;
+	op->batch = NRMA_BATCH_NONE;
+	if (!op->error)
+		op->error = FI_ECONNRESET;
+}
+
+bool nrma_batch_holds(struct nrma_ep *ep, struct nrma_op *op)
+{
+	struct nrma_conn *conn = op->conn;
+
+	if (op->batch != NRMA_BATCH_WAITING)
+		return op->batch == NRMA_BATCH_POSTED;
+	conn->batch.writing--;
+	if (conn->state != NRMA_CONN_CONNECTED) {
+		batch_drop(op);
+		return false;
+	}
+	if (!conn->batch.writing)
+		batch_flush(ep, conn); /* the stream paused */
+	return true;
+}
+
+void nrma_batch_notified(struct nrma_ep *ep, struct nrma_op *notify)
+{
+	struct nrma_dlist *item;
+
+	while ((item = nrma_dlist_pop_front(&notify->notified))) {
+		struct nrma_op *op =
+			nrma_container_of(item, struct nrma_op, link);
+
+		op->batch = NRMA_BATCH_NONE;
+		if (!op->error) {
+			op->error = notify->error;
+			op->prov_errno = notify->prov_errno;
+		}
+		nrma_rma_finish(ep, op);
+	}
+	nrma_op_free(ep->xfer, notify);
+}
+
+/* Writes already done end now; the others as their completions come. */
+void nrma_batch_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_dlist *item, *next;
+
+	batch_undefer(conn);
+	for (item = conn->batch.ops.next; item != &conn->batch.ops;
+	     item = next) {
+		struct nrma_op *op =
+			nrma_container_of(item, struct nrma_op, link);
+
+		next = item->next;
+		if (op->wc_pending)
+			continue;
+		batch_drop(op);
+		nrma_rma_finish(ep, op);
+	}
+}
+
+void nrma_batch_retry(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_dlist *item, *next;
+
+	for (item = x->batch_deferred.next; item != &x->batch_deferred;
+	     item = next) {
+		struct nrma_conn *conn = nrma_container_of(
+			item, struct nrma_conn, batch.deferred_link);
+
+		next = item->next;
+		batch_flush(ep, conn);
+	}
+}
