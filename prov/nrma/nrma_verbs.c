@@ -381,6 +381,7 @@ struct nrma_verbs_ep {
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
+	bool armed; /* an event may wait on the channel */
 };
 
 int nrma_verbs_ep_open(struct nrma_verbs_domain *vd, size_t cq_size,
@@ -437,16 +438,27 @@ int nrma_verbs_ep_fd(const struct nrma_verbs_ep *ve)
 
 int nrma_verbs_ep_arm(struct nrma_verbs_ep *ve)
 {
-	return -ibv_req_notify_cq(ve->cq, 0);
+	int ret = -ibv_req_notify_cq(ve->cq, 0);
+
+	ve->armed = ve->armed || !ret;
+	return ret;
 }
 
+/*
+ * An unarmed CQ raises no event: polls skip the read, a system call each.
+ * One armed raises at most one, and needs arming again after it.
+ */
 void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *ve)
 {
 	struct ibv_cq *cq;
 	void *context;
 
-	while (!ibv_get_cq_event(ve->channel, &cq, &context))
+	if (!ve->armed)
+		return;
+	while (!ibv_get_cq_event(ve->channel, &cq, &context)) {
 		ibv_ack_cq_events(cq, 1);
+		ve->armed = false;
+	}
 }
 
 static enum nrma_wc_op wc_op(const struct ibv_wc *wc)
