@@ -8,6 +8,8 @@
 # count the puts (nrma logs each binding and, at close, what it counted);
 # the fallback runs must bind none.
 #
+# nrma's settings (FI_NRMA_*, say FI_NRMA_NOTIFY_COALESCE=16) reach the ranks.
+#
 # Usage: test/mpi/run.sh MPI_PREFIX [BUILDDIR]
 #   MPI_PREFIX  where that MPI is installed (MPI_PREFIX/bin/mpirun)
 #   BUILDDIR    nrma's build directory, configured --with-notify-mpi=MPI_PREFIX
@@ -16,7 +18,7 @@
 # Exit status 0 iff every run passed.
 set -u
 
-usage() { sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 2; }
 (($# >= 1)) || usage
 [[ $1 == -h || $1 == --help ]] && usage
 prefix=$(readlink -f "$1")
@@ -44,6 +46,7 @@ run() {
 	local mca=(--mca pml ob1 --mca btl self,tcp,ofi
 		--mca btl_ofi_provider_include nrma --mca osc rdma)
 	[[ $path == counters ]] && mca+=(--mca btl_ofi_disable_hmem 1)
+	for v in $(compgen -e FI_NRMA_); do mca+=(-x "$v"); done
 	out=$(set -o pipefail; FI_LOG_LEVEL=debug FI_LOG_PROV=nrma FI_LOG_SUBSYS=mr \
 		timeout 900 "$prefix/bin/mpirun" --allow-run-as-root \
 		--oversubscribe -np "$np" -x FI_PROVIDER_PATH -x FI_LOG_LEVEL \
