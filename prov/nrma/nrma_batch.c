@@ -113,7 +113,9 @@ int nrma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
 	if (nrma_params.notify_coalesce < 2 ||
 	    (!conn->notify_rkey && !t->cell_rkey && !t->has_set))
 		return 0;
-	if (b->count && !batch_same_target(&b->target, t)) {
+	/* One full (its atomics wait for room) or for other words goes first. */
+	if (b->count && (b->count >= nrma_params.notify_coalesce ||
+			 !batch_same_target(&b->target, t))) {
 		ret = batch_flush(ep, conn);
 		if (ret)
 			return ret == -FI_EAGAIN ? ret : 0;
