@@ -55,4 +55,9 @@ static inline struct nrma_dlist *nrma_dlist_pop_front(struct nrma_dlist *head)
 #define nrma_dlist_foreach(head, item) \
 	for ((item) = (head)->next; (item) != (head); (item) = (item)->next)
 
+/* The same, where the loop's body may remove item. */
+#define nrma_dlist_foreach_safe(head, item, next)                            \
+	for ((item) = (head)->next, (next) = (item)->next; (item) != (head); \
+	     (item) = (next), (next) = (item)->next)
+
 #endif /* NRMA_LIST_H */

@@ -50,6 +50,9 @@ static void batch_defer(struct nrma_xfer *x, struct nrma_conn *conn)
 {
 	if (conn->batch.deferred)
 		return;
+	NRMA_DBG(FI_LOG_EP_DATA,
+		 "%zu coalesced notifications wait for send queue room\n",
+		 conn->batch.count);
 	conn->batch.deferred = true;
 	nrma_dlist_insert_tail(&conn->batch.deferred_link, &x->batch_deferred);
 }
@@ -189,12 +192,10 @@ void nrma_batch_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
 	struct nrma_dlist *item, *next;
 
 	batch_undefer(conn);
-	for (item = conn->batch.ops.next; item != &conn->batch.ops;
-	     item = next) {
+	nrma_dlist_foreach_safe (&conn->batch.ops, item, next) {
 		struct nrma_op *op =
 			nrma_container_of(item, struct nrma_op, link);
 
-		next = item->next;
 		if (op->wc_pending)
 			continue;
 		batch_drop(op);
@@ -207,12 +208,10 @@ void nrma_batch_retry(struct nrma_ep *ep)
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_dlist *item, *next;
 
-	for (item = x->batch_deferred.next; item != &x->batch_deferred;
-	     item = next) {
+	nrma_dlist_foreach_safe (&x->batch_deferred, item, next) {
 		struct nrma_conn *conn = nrma_container_of(
 			item, struct nrma_conn, batch.deferred_link);
 
-		next = item->next;
 		batch_flush(ep, conn);
 	}
 }

@@ -112,14 +112,25 @@ int nt_main(const char *name, int ninit, void (*target)(void),
  * nt_main, or, in a test built again with -DNT_COALESCE=K, nt_main under
  * the name with "_coalesce" and every notified write coalesced, up to K
  * to an atomic (FI_NRMA_NOTIFY_COALESCE): a completion still means its
- * notification is at the target, so the same checks must hold.
+ * notification is at the target, so the same checks must hold.  With
+ * -DNT_QP_DEPTH=K as well ("_coalesce_sqfull"), each connection's send
+ * queue holds only K requests: a full batch's writes fill it, so its
+ * atomics find no room and wait for the writes' completions.
  */
 #ifdef NT_COALESCE
 #define NT_STR_(x) #x
 #define NT_STR(x)  NT_STR_(x)
-#define NT_MAIN(name, ninit, target, initiator)                     \
+#ifdef NT_QP_DEPTH
+#define NT_SUFFIX "_coalesce_sqfull"
+#define NT_SETENV()                                                 \
 	(setenv("FI_NRMA_NOTIFY_COALESCE", NT_STR(NT_COALESCE), 1), \
-	 nt_main(name "_coalesce", ninit, target, initiator))
+	 setenv("FI_NRMA_QP_DEPTH", NT_STR(NT_QP_DEPTH), 1))
+#else
+#define NT_SUFFIX   "_coalesce"
+#define NT_SETENV() setenv("FI_NRMA_NOTIFY_COALESCE", NT_STR(NT_COALESCE), 1)
+#endif
+#define NT_MAIN(name, ninit, target, initiator) \
+	(NT_SETENV(), nt_main(name NT_SUFFIX, ninit, target, initiator))
 #else
 #define NT_MAIN(name, ninit, target, initiator) \
 	nt_main(name, ninit, target, initiator)
