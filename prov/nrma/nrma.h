@@ -52,6 +52,24 @@
 #define NRMA_PROV_VERSION FI_NRMA_VERSION
 #define NRMA_FI_VERSION	  FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
+/*
+ * libfabric 2.0 deprecates the mr_mode enum of before 1.5, FI_REG_MR and
+ * FI_ORDER_NONE, and its headers warn wherever they are named; but
+ * applications built for 1.x still pass them.  The same values, unnamed.
+ */
+#define NRMA_MR_UNSPEC	 0
+#define NRMA_MR_BASIC	 (1 << 0)
+#define NRMA_MR_SCALABLE (1 << 1)
+#define NRMA_REG_MR	 (1ULL << 59)
+#define NRMA_ORDER_NONE	 0ULL
+
+/* libfabric 2.0's directed receives for tagged messages only; 1.x has none. */
+#ifdef FI_TAGGED_DIRECTED_RECV
+#define NRMA_TAGGED_DIRECTED_RECV FI_TAGGED_DIRECTED_RECV
+#else
+#define NRMA_TAGGED_DIRECTED_RECV 0ULL
+#endif
+
 extern struct fi_provider nrma_prov;
 
 struct nrma_cm;

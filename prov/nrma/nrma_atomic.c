@@ -49,7 +49,7 @@ static int atomic_valid(enum fi_datatype datatype, enum fi_op op,
 	bool ok;
 
 	/* FI_DATATYPE_LAST is kept for compatibility; 128-bit types follow. */
-	if (datatype > FI_UINT128 || op >= FI_ATOMIC_OP_LAST)
+	if (datatype > FI_UINT128 || (int) op >= FI_ATOMIC_OP_LAST)
 		return -FI_EINVAL;
 	if (datatype != FI_INT64 && datatype != FI_UINT64)
 		return -FI_EOPNOTSUPP;

@@ -21,7 +21,7 @@
 #define NRMA_RX_CAPS                                                          \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | \
 	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |         \
-	 FI_DIRECTED_RECV)
+	 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV)
 /* RC executes an endpoint's requests in order at the target. */
 #define NRMA_MSG_ORDER \
 	(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
@@ -87,7 +87,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 
 	info->tx_attr->caps = NRMA_TX_CAPS;
 	info->tx_attr->msg_order = NRMA_MSG_ORDER;
-	info->tx_attr->comp_order = FI_ORDER_NONE;
+	info->tx_attr->comp_order = NRMA_ORDER_NONE;
 	info->tx_attr->inject_size = nrma_params.eager_size;
 	info->tx_attr->size = min_size(nrma_params.tx_size, lim->max_qp_wr);
 	info->tx_attr->iov_limit = min_size(NRMA_IOV_LIMIT, lim->max_sge);
@@ -95,7 +95,7 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 
 	info->rx_attr->caps = NRMA_RX_CAPS;
 	info->rx_attr->msg_order = NRMA_MSG_ORDER;
-	info->rx_attr->comp_order = FI_ORDER_NONE;
+	info->rx_attr->comp_order = NRMA_ORDER_NONE;
 	info->rx_attr->size = min_size(nrma_params.rx_size, lim->max_srq_wr);
 	/* A rendezvous read scatters into the receive: max_sge_rd bounds it. */
 	info->rx_attr->iov_limit = min_size(NRMA_IOV_LIMIT, lim->max_sge_rd);
@@ -169,9 +169,10 @@ static bool mr_mode_allows_rma(uint32_t version, int user_mode)
 {
 	/* Before 1.5 mr_mode is an enum; BASIC is what we do. */
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-		return user_mode == FI_MR_UNSPEC || user_mode == FI_MR_BASIC;
-	return user_mode == FI_MR_BASIC ||
-	       (!(user_mode & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
+		return user_mode == NRMA_MR_UNSPEC ||
+		       user_mode == NRMA_MR_BASIC;
+	return user_mode == NRMA_MR_BASIC ||
+	       (!(user_mode & (NRMA_MR_BASIC | NRMA_MR_SCALABLE)) &&
 		(user_mode & NRMA_MR_REQUIRED) == NRMA_MR_REQUIRED);
 }
 
@@ -182,8 +183,8 @@ static bool mr_mode_allows_rma(uint32_t version, int user_mode)
 static bool mr_mode_unmet(uint32_t version, uint64_t caps, int user_mode)
 {
 	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
-	    (user_mode & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
-	    user_mode != FI_MR_BASIC)
+	    (user_mode & (NRMA_MR_BASIC | NRMA_MR_SCALABLE)) &&
+	    user_mode != NRMA_MR_BASIC)
 		return true;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) &&
 	    !mr_mode_allows_rma(version, user_mode))
@@ -317,25 +318,34 @@ int nrma_info_match(uint32_t version, const struct fi_info *prov,
 	return 0;
 }
 
+/*
+ * fi_getinfo(3): FI_MSG or FI_TAGGED with neither FI_SEND nor FI_RECV
+ * means both; FI_RMA or FI_ATOMIC with no direction means all four.
+ */
+static uint64_t caps_with_directions(uint64_t caps)
+{
+	const uint64_t rma_dirs = FI_READ | FI_WRITE | FI_REMOTE_READ |
+				  FI_REMOTE_WRITE;
+
+	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & (FI_SEND | FI_RECV)))
+		caps |= FI_SEND | FI_RECV;
+	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & rma_dirs))
+		caps |= rma_dirs;
+	return caps;
+}
+
 static size_t hinted(size_t want, size_t have)
 {
 	return want ? want : have;
 }
 
-/* Shapes a matching info to what the application asked for. */
-void nrma_info_narrow(uint32_t version, struct fi_info *info,
-		      const struct fi_info *hints)
+/* The caps asked for, and each context's share of them. */
+static void narrow_caps(uint32_t version, struct fi_info *info,
+			const struct fi_info *hints)
 {
-	struct fi_domain_attr *dom = info->domain_attr;
-
-	info->fabric_attr->api_version = version;
-	if (!hints) {
-		if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-			dom->mr_mode = FI_MR_BASIC;
-		return;
-	}
 	if (hints->caps) {
-		info->caps = hints->caps | NRMA_DOMAIN_CAPS;
+		info->caps = caps_with_directions(hints->caps) |
+			     NRMA_DOMAIN_CAPS;
 	} else if (hints->domain_attr &&
 		   !mr_mode_allows_rma(version, hints->domain_attr->mr_mode)) {
 		info->caps &= ~NRMA_RMA_CAPS;
@@ -347,29 +357,35 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 		info->tx_attr->caps &= hints->tx_attr->caps;
 	if (hints->rx_attr && hints->rx_attr->caps)
 		info->rx_attr->caps &= hints->rx_attr->caps;
-	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
-	    (hints->domain_attr && hints->domain_attr->mr_mode == FI_MR_BASIC))
-		dom->mr_mode = FI_MR_BASIC;
-	else
-		dom->mr_mode = mr_mode_required(info->caps);
-	/* fi_mr_enable is honoured (and needs nothing) for FI_RMA_EVENT MRs. */
-	if (hints->domain_attr && dom->mr_mode != FI_MR_BASIC &&
-	    (hints->domain_attr->mr_mode & FI_MR_RMA_EVENT) &&
-	    (info->caps & FI_RMA_EVENT))
-		dom->mr_mode |= FI_MR_RMA_EVENT;
-	if (hints->domain_attr) {
-		const struct fi_domain_attr *want = hints->domain_attr;
+}
 
-		if (want->threading != FI_THREAD_UNSPEC)
-			dom->threading = want->threading;
-		/* An application that will drive progress may: as libfabric
-		 * does, the answer says what it asked for. */
-		if (want->control_progress != FI_PROGRESS_UNSPEC)
-			dom->control_progress = want->control_progress;
-		if (want->resource_mgmt != FI_RM_UNSPEC)
-			dom->resource_mgmt = want->resource_mgmt;
-		dom->av_type = want->av_type;
-	}
+static void narrow_domain(uint32_t version, struct fi_domain_attr *dom,
+			  uint64_t caps, const struct fi_domain_attr *want)
+{
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
+	    (want && want->mr_mode == NRMA_MR_BASIC))
+		dom->mr_mode = NRMA_MR_BASIC;
+	else
+		dom->mr_mode = mr_mode_required(caps);
+	if (!want)
+		return;
+	/* fi_mr_enable is honoured (and needs nothing) for FI_RMA_EVENT MRs. */
+	if (dom->mr_mode != NRMA_MR_BASIC &&
+	    (want->mr_mode & FI_MR_RMA_EVENT) && (caps & FI_RMA_EVENT))
+		dom->mr_mode |= FI_MR_RMA_EVENT;
+	if (want->threading != FI_THREAD_UNSPEC)
+		dom->threading = want->threading;
+	/* An application that will drive progress may: as libfabric does,
+	 * the answer says what it asked for. */
+	if (want->control_progress != FI_PROGRESS_UNSPEC)
+		dom->control_progress = want->control_progress;
+	if (want->resource_mgmt != FI_RM_UNSPEC)
+		dom->resource_mgmt = want->resource_mgmt;
+	dom->av_type = want->av_type;
+}
+
+static void narrow_contexts(struct fi_info *info, const struct fi_info *hints)
+{
 	if (hints->tx_attr) {
 		info->tx_attr->op_flags = hints->tx_attr->op_flags;
 		info->tx_attr->size =
@@ -384,6 +400,27 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 		info->rx_attr->iov_limit = hinted(hints->rx_attr->iov_limit,
 						  info->rx_attr->iov_limit);
 	}
+	/* Tags match on all 64 bits under any ignore mask, so every format
+	 * an application picks works as it says (FI_TAG_MPI, FI_TAG_CCL,
+	 * or 1.x bit fields). */
+	if (hints->ep_attr && hints->ep_attr->mem_tag_format)
+		info->ep_attr->mem_tag_format = hints->ep_attr->mem_tag_format;
+}
+
+/* Shapes a matching info to what the application asked for. */
+void nrma_info_narrow(uint32_t version, struct fi_info *info,
+		      const struct fi_info *hints)
+{
+	info->fabric_attr->api_version = version;
+	if (!hints) {
+		if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+			info->domain_attr->mr_mode = NRMA_MR_BASIC;
+		return;
+	}
+	narrow_caps(version, info, hints);
+	narrow_domain(version, info->domain_attr, info->caps,
+		      hints->domain_attr);
+	narrow_contexts(info, hints);
 }
 
 /* Addresses that fi_getinfo's node, service, flags and hints ask for. */

@@ -33,7 +33,7 @@ static int nrma_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 	if (bfid->fclass != FI_CLASS_EQ)
 		return -FI_EINVAL;
-	if (flags & FI_REG_MR)
+	if (flags & NRMA_REG_MR)
 		return -FI_ENOSYS; /* registrations complete at once */
 	if (flags)
 		return -FI_EBADFLAGS;

@@ -577,6 +577,15 @@ static bool recv_args_valid(const struct nrma_ep *ep,
 		(ep->info->caps & FI_MULTI_RECV));
 }
 
+/* Whether a receive matches only messages from its src_addr. */
+static bool recv_directed(const struct nrma_ep *ep, uint64_t flags)
+{
+	uint64_t caps = ep->info->caps;
+
+	return (caps & FI_DIRECTED_RECV) ||
+	       ((caps & NRMA_TAGGED_DIRECTED_RECV) && (flags & FI_TAGGED));
+}
+
 static void recv_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 			    const struct nrma_recv_args *a)
 {
@@ -587,7 +596,7 @@ static void recv_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	rx->context = a->context;
 	rx->tag = a->tag;
 	rx->ignore = a->ignore;
-	rx->src = ep->info->caps & FI_DIRECTED_RECV ? a->src : FI_ADDR_UNSPEC;
+	rx->src = recv_directed(ep, a->flags) ? a->src : FI_ADDR_UNSPEC;
 	rx->flags =
 		a->flags |
 		(ep->rx_cq_flags & FI_SELECTIVE_COMPLETION ? 0 : FI_COMPLETION);

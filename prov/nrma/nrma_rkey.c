@@ -103,7 +103,7 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		     struct nrma_remote *remote)
 {
 	bool virt_addr = ep->info->domain_attr->mr_mode &
-			 (FI_MR_VIRT_ADDR | FI_MR_BASIC);
+			 (FI_MR_VIRT_ADDR | NRMA_MR_BASIC);
 	struct nrma_rkey *rk;
 
 	if (nrma_key_index(key) >= conn->keytab_slots)

@@ -711,12 +711,13 @@ void itest_node_open(struct itest_node *n, const struct itest_node_opts *o,
 	static const struct itest_node_opts defaults;
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fid_domain *domain = itest_domain();
-	struct fi_info *info = fi_dupinfo(itest_info);
+	struct fi_info *info;
 	char cq_name[32];
 	size_t len = sizeof(n->name);
 
 	if (!o)
 		o = &defaults;
+	info = fi_dupinfo(o->info ? o->info : itest_info);
 	CHECK(info != NULL);
 	/* Smaller queues make endpoints quicker to open. */
 	if (o->tx_size)

@@ -296,6 +296,7 @@ struct itest_node_opts {
 	bool recv_cntr;
 	size_t tx_size; /* 0: the provider's default */
 	size_t rx_size;
+	const struct fi_info *info; /* NULL: the domain's (itest_info) */
 };
 
 struct itest_node {

@@ -27,8 +27,9 @@
 #define DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* Two-sided messaging, untagged and tagged. */
 #define MSG_TX_CAPS (FI_MSG | FI_SEND)
-#define MSG_RX_CAPS \
-	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV)
+#define MSG_RX_CAPS                                                        \
+	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV | \
+	 NRMA_TAGGED_DIRECTED_RECV)
 /* One-sided: what goes when the application's mr_mode rules RMA out. */
 #define RMA_TX_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_FENCE)
 #define RMA_RX_CAPS \
@@ -48,17 +49,19 @@
 	 FI_SHARED_AV)
 
 /* Memory registration: virtual addresses, allocated memory, provider keys. */
-#define BASIC_MAP   (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define BASIC_MAP    (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 /* What nrma needs of them: peers address its regions by offset. */
-#define MR_REQUIRED (FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define MR_REQUIRED  (FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+/* FI_ORDER_STRICT, which libfabric 2.0 deprecates. */
+#define ORDER_STRICT 0x1FFULL
 /* Ordering RC gives at the target. */
-#define MSG_ORDER   (FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
+#define MSG_ORDER    (FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
 
 /* fi_getinfo(3): primary capabilities must be asked for to be granted. */
 #define PRIMARY_CAPS                                                      \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST |         \
 	 FI_NAMED_RX_CTX | FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_HMEM | \
-	 FI_COLLECTIVE)
+	 FI_COLLECTIVE | NRMA_TAGGED_DIRECTED_RECV)
 /* fi_endpoint(3): the bits that apply to transmit and receive contexts. */
 #define TX_ATTR_CAPS                                                    \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_READ | FI_WRITE | \
@@ -68,7 +71,29 @@
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_REMOTE_READ |       \
 	 FI_REMOTE_WRITE | FI_RECV | FI_HMEM | FI_TRIGGER | FI_RMA_PMEM | \
 	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_MULTI_RECV | FI_SOURCE | \
-	 FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE)
+	 FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE |                   \
+	 NRMA_TAGGED_DIRECTED_RECV)
+
+/*
+ * What fi_getinfo(3) reads into caps: FI_MSG or FI_TAGGED without FI_SEND
+ * or FI_RECV asks for both, FI_RMA or FI_ATOMIC without a direction for
+ * all four.
+ */
+static uint64_t with_directions(uint64_t caps)
+{
+	static const struct {
+		uint64_t ops, directions;
+	} implied[] = {
+		{ FI_MSG | FI_TAGGED, FI_SEND | FI_RECV },
+		{ FI_RMA | FI_ATOMIC,
+		  FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE },
+	};
+
+	for (size_t i = 0; i < sizeof(implied) / sizeof(*implied); i++)
+		if ((caps & implied[i].ops) && !(caps & implied[i].directions))
+			caps |= implied[i].directions;
+	return caps;
+}
 
 /* Asserts that every bit of want is set in have. */
 #define assert_bits_set(have, want)                             \
@@ -190,7 +215,7 @@ static void assert_caps_consistent(const struct fi_info *info)
 			  NEVER_OFFERED);
 	if ((info->caps | info->tx_attr->caps | info->rx_attr->caps) &
 	    RMA_TARGET_CAPS)
-		assert_true(info->domain_attr->mr_mode == FI_MR_BASIC ||
+		assert_true(info->domain_attr->mr_mode == NRMA_MR_BASIC ||
 			    (info->domain_attr->mr_mode & MR_REQUIRED) ==
 				    MR_REQUIRED);
 }
@@ -211,7 +236,7 @@ static void test_alloc_caps(void **state)
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
 				 FI_REMOTE_READ | FI_REMOTE_WRITE |
 				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |
-				 FI_DIRECTED_RECV);
+				 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
 	assert_int_equal(info->tx_attr->caps, TX_OFFER);
 	assert_int_equal(info->rx_attr->caps, RX_OFFER);
@@ -270,13 +295,13 @@ static void test_alloc_fields(void **state)
 							   FI_ORDER_WAW |
 							   FI_ORDER_SAW);
 	assert_int_equal(info->tx_attr->msg_order, MSG_ORDER);
-	assert_int_equal(info->tx_attr->comp_order, FI_ORDER_NONE);
+	assert_int_equal(info->tx_attr->comp_order, NRMA_ORDER_NONE);
 	assert_int_equal(info->tx_attr->op_flags, 0);
 	assert_int_equal(info->rx_attr->size, nrma_params.rx_size);
 	assert_int_equal(info->rx_attr->size, 512);
 	assert_int_equal(info->rx_attr->iov_limit, NRMA_IOV_LIMIT);
 	assert_int_equal(info->rx_attr->msg_order, MSG_ORDER);
-	assert_int_equal(info->rx_attr->comp_order, FI_ORDER_NONE);
+	assert_int_equal(info->rx_attr->comp_order, NRMA_ORDER_NONE);
 	assert_int_equal(info->rx_attr->op_flags, 0);
 
 	assert_int_equal(info->domain_attr->caps,
@@ -442,14 +467,14 @@ static void test_no_hints(void **state)
 		info = NULL;
 		assert_int_equal(match(old[i], NULL, &info), 0);
 		assert_int_equal(info->fabric_attr->api_version, old[i]);
-		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+		assert_int_equal(info->domain_attr->mr_mode, NRMA_MR_BASIC);
 		assert_int_equal(info->caps, FULL_OFFER);
 		fi_freeinfo(info);
 	}
 }
 
 /*
- * Empty hints have mr_mode 0 (FI_MR_UNSPEC): from API 1.5 on that is an
+ * Empty hints have mr_mode 0 (NRMA_MR_UNSPEC): from API 1.5 on that is an
  * application supporting no mr_mode bits, which cannot be an RMA target.
  * Having asked for no caps in particular, it gets messaging without RMA.
  */
@@ -623,13 +648,30 @@ static void test_caps_narrowed(void **state)
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
 
-	/* Messaging alone, from an application that could do RMA. */
+	/* RMA with no direction means all four (fi_getinfo(3)), so a
+	 * target's counter can be bound for them. */
+	info = NULL;
+	hints->caps = FI_RMA | FI_RMA_EVENT;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->caps, FI_RMA | FI_RMA_EVENT | FI_READ |
+					     FI_WRITE | FI_REMOTE_READ |
+					     FI_REMOTE_WRITE | DOMAIN_CAPS);
+	assert_int_equal(info->tx_attr->caps, FI_RMA | FI_READ | FI_WRITE);
+	assert_int_equal(info->rx_attr->caps, FI_RMA | FI_RMA_EVENT |
+						      FI_REMOTE_READ |
+						      FI_REMOTE_WRITE);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+
+	/* Messaging alone, from an application that could do RMA; with
+	 * neither FI_SEND nor FI_RECV it means both. */
 	info = NULL;
 	hints->caps = FI_TAGGED;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_int_equal(info->caps, FI_TAGGED | DOMAIN_CAPS);
-	assert_int_equal(info->tx_attr->caps, FI_TAGGED);
-	assert_int_equal(info->rx_attr->caps, FI_TAGGED);
+	assert_int_equal(info->caps,
+			 FI_TAGGED | FI_SEND | FI_RECV | DOMAIN_CAPS);
+	assert_int_equal(info->tx_attr->caps, FI_TAGGED | FI_SEND);
+	assert_int_equal(info->rx_attr->caps, FI_TAGGED | FI_RECV);
 	assert_int_equal(info->domain_attr->mr_mode, 0);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
@@ -663,6 +705,8 @@ static void test_caps_not_offered(void **state)
 	/* An mr_mode that allows RMA: only the caps can be refused. */
 	hints->domain_attr->mr_mode = BASIC_MAP;
 	for (size_t i = 0; i < sizeof(never) / sizeof(*never); i++) {
+		if (!never[i])
+			continue; /* FI_VARIABLE_MSG, which 2.0 removed (0) */
 		hints->caps = never[i];
 		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 		/* One unmet cap spoils a request that is otherwise fine. */
@@ -759,7 +803,7 @@ static void test_tx_rx_caps(void **state)
 	 */
 	hints->caps = FI_MSG | FI_RMA;
 	assert_context_caps(hints, FI_RMA, FI_MSG,
-			    FI_MSG | FI_RMA | DOMAIN_CAPS);
+			    with_directions(FI_MSG | FI_RMA) | DOMAIN_CAPS);
 	hints->tx_attr->caps = FI_TAGGED;
 	hints->rx_attr->caps = 0;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
@@ -829,6 +873,30 @@ static void test_addr_format(void **state)
 	fi_freeinfo(hints);
 }
 
+/*
+ * The tag format asked for comes back: FI_TAG_MPI (1) and FI_TAG_CCL (2)
+ * of libfabric 2.x, or a 1.x bit-field format; without one, all 64 bits.
+ */
+static void test_tag_format(void **state)
+{
+	static const uint64_t formats[] = { 1, 2, 0x0000FFFF0000FFFFULL };
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->caps = FI_TAGGED;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->ep_attr->mem_tag_format, 0xAAAAAAAAAAAAAAAAULL);
+	fi_freeinfo(info);
+	for (size_t i = 0; i < sizeof(formats) / sizeof(*formats); i++) {
+		info = NULL;
+		hints->ep_attr->mem_tag_format = formats[i];
+		assert_int_equal(match(V_CUR, hints, &info), 0);
+		assert_int_equal(info->ep_attr->mem_tag_format, formats[i]);
+		fi_freeinfo(info);
+	}
+	fi_freeinfo(hints);
+}
+
 static void test_names(void **state)
 {
 	struct fi_info *hints = hints_alloc();
@@ -883,25 +951,26 @@ static void test_mr_mode_v1_0(void **state)
 	(void) state;
 	for (size_t v = 0; v < sizeof(versions) / sizeof(*versions); v++) {
 		for (size_t c = 0; c < sizeof(caps) / sizeof(*caps); c++) {
-			uint64_t want = caps[c] ? caps[c] | DOMAIN_CAPS :
+			uint64_t want = caps[c] ? with_directions(caps[c]) |
+							  DOMAIN_CAPS :
 						  FULL_OFFER;
 
 			hints->caps = caps[c];
 			/* Unspecified and basic both get basic, with RMA. */
 			for (size_t m = 0; m < 2; m++) {
-				hints->domain_attr->mr_mode = m ? FI_MR_UNSPEC :
-								  FI_MR_BASIC;
+				hints->domain_attr->mr_mode =
+					m ? NRMA_MR_UNSPEC : NRMA_MR_BASIC;
 				info = NULL;
 				assert_int_equal(
 					match(versions[v], hints, &info), 0);
 				assert_int_equal(info->domain_attr->mr_mode,
-						 FI_MR_BASIC);
+						 NRMA_MR_BASIC);
 				assert_int_equal(info->caps, want);
 				assert_caps_consistent(info);
 				fi_freeinfo(info);
 			}
 
-			hints->domain_attr->mr_mode = FI_MR_SCALABLE;
+			hints->domain_attr->mr_mode = NRMA_MR_SCALABLE;
 			assert_int_equal(match(versions[v], hints, NULL),
 					 -FI_ENODATA);
 			/* The 1.5 bits are not values of the old enum. */
@@ -911,11 +980,12 @@ static void test_mr_mode_v1_0(void **state)
 		}
 		/* Messaging alone is basic too, to a pre-1.5 application. */
 		hints->caps = FI_MSG;
-		hints->domain_attr->mr_mode = FI_MR_UNSPEC;
+		hints->domain_attr->mr_mode = NRMA_MR_UNSPEC;
 		info = NULL;
 		assert_int_equal(match(versions[v], hints, &info), 0);
-		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
-		assert_int_equal(info->caps, FI_MSG | DOMAIN_CAPS);
+		assert_int_equal(info->domain_attr->mr_mode, NRMA_MR_BASIC);
+		assert_int_equal(info->caps,
+				 FI_MSG | FI_SEND | FI_RECV | DOMAIN_CAPS);
 		fi_freeinfo(info);
 	}
 	fi_freeinfo(hints);
@@ -937,16 +1007,16 @@ static void test_mr_mode_v1_5(void **state)
 	static const uint32_t versions[] = { FI_VERSION(1, 5), V_CUR };
 	/* Old enum values that do not stand alone, or mix with the bits. */
 	static const int refused[] = {
-		FI_MR_SCALABLE,
-		FI_MR_BASIC | FI_MR_SCALABLE,
-		FI_MR_BASIC | FI_MR_LOCAL,
-		FI_MR_BASIC | BASIC_MAP,
-		FI_MR_SCALABLE | BASIC_MAP,
-		FI_MR_SCALABLE | FI_MR_LOCAL,
+		NRMA_MR_SCALABLE,
+		NRMA_MR_BASIC | NRMA_MR_SCALABLE,
+		NRMA_MR_BASIC | FI_MR_LOCAL,
+		NRMA_MR_BASIC | BASIC_MAP,
+		NRMA_MR_SCALABLE | BASIC_MAP,
+		NRMA_MR_SCALABLE | FI_MR_LOCAL,
 	};
 	/* mr_modes that lack FI_MR_ALLOCATED or FI_MR_PROV_KEY. */
 	static const int no_rma[] = {
-		FI_MR_UNSPEC,
+		NRMA_MR_UNSPEC,
 		FI_MR_LOCAL,
 		FI_MR_RMA_EVENT,
 		FI_MR_ENDPOINT,
@@ -972,17 +1042,18 @@ static void test_mr_mode_v1_5(void **state)
 	for (size_t i = 0; i < sizeof(versions) / sizeof(*versions); i++) {
 		uint32_t v = versions[i];
 
-		/* FI_MR_BASIC alone still means basic, and allows RMA. */
+		/* NRMA_MR_BASIC alone still means basic, and allows RMA. */
 		hints->caps = 0;
-		hints->domain_attr->mr_mode = FI_MR_BASIC;
+		hints->domain_attr->mr_mode = NRMA_MR_BASIC;
 		info = match_ok(v, hints);
-		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
+		assert_int_equal(info->domain_attr->mr_mode, NRMA_MR_BASIC);
 		assert_int_equal(info->caps, FULL_OFFER);
 		fi_freeinfo(info);
 		hints->caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
 		info = match_ok(v, hints);
-		assert_int_equal(info->domain_attr->mr_mode, FI_MR_BASIC);
-		assert_int_equal(info->caps, hints->caps | DOMAIN_CAPS);
+		assert_int_equal(info->domain_attr->mr_mode, NRMA_MR_BASIC);
+		assert_int_equal(info->caps,
+				 with_directions(hints->caps) | DOMAIN_CAPS);
 		fi_freeinfo(info);
 
 		for (size_t m = 0; m < sizeof(refused) / sizeof(*refused);
@@ -1018,7 +1089,8 @@ static void test_mr_mode_v1_5(void **state)
 		hints->caps = FI_MSG | FI_RMA;
 		info = match_ok(v, hints);
 		assert_int_equal(info->domain_attr->mr_mode, MR_REQUIRED);
-		assert_int_equal(info->caps, FI_MSG | FI_RMA | DOMAIN_CAPS);
+		assert_int_equal(info->caps, with_directions(FI_MSG | FI_RMA) |
+						     DOMAIN_CAPS);
 		fi_freeinfo(info);
 
 		/* FI_MR_RMA_EVENT comes back when FI_RMA_EVENT does. */
@@ -1083,7 +1155,8 @@ static void test_mr_mode_v1_5(void **state)
 			hints->caps = FI_MSG | FI_TAGGED;
 			info = match_ok(v, hints);
 			assert_int_equal(info->caps,
-					 FI_MSG | FI_TAGGED | DOMAIN_CAPS);
+					 with_directions(hints->caps) |
+						 DOMAIN_CAPS);
 			assert_int_equal(info->domain_attr->mr_mode, 0);
 			fi_freeinfo(info);
 		}
@@ -1180,7 +1253,7 @@ static void test_msg_order(void **state)
 		FI_ORDER_RAS,
 		FI_ORDER_WAS,
 		FI_ORDER_SAR,
-		FI_ORDER_STRICT,
+		ORDER_STRICT,
 		FI_ORDER_SAS | FI_ORDER_RAR,
 		MSG_ORDER | FI_ORDER_WAR,
 	};
@@ -1209,12 +1282,12 @@ static void test_msg_order(void **state)
 	hints->rx_attr->msg_order = 0;
 
 	/* Completions come in no particular order. */
-	hints->tx_attr->comp_order = FI_ORDER_STRICT;
+	hints->tx_attr->comp_order = ORDER_STRICT;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->tx_attr->comp_order = 0;
-	hints->rx_attr->comp_order = FI_ORDER_STRICT;
+	hints->rx_attr->comp_order = ORDER_STRICT;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
-	hints->rx_attr->comp_order = FI_ORDER_NONE;
+	hints->rx_attr->comp_order = NRMA_ORDER_NONE;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
 	fi_freeinfo(hints);
 }
@@ -1544,6 +1617,7 @@ int main(void)
 		cmocka_unit_test_setup(test_domain_caps, setup),
 		cmocka_unit_test_setup(test_tx_rx_caps, setup),
 		cmocka_unit_test_setup(test_addr_format, setup),
+		cmocka_unit_test_setup(test_tag_format, setup),
 		cmocka_unit_test_setup(test_names, setup),
 		cmocka_unit_test_setup(test_progress, setup),
 		cmocka_unit_test_setup(test_mr_mode_v1_0, setup),

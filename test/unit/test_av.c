@@ -8,6 +8,9 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
+/* libfabric 2.0 deprecates fi_av_bind; nrma keeps serving it. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 static struct fid_av *open_av(void **state, enum fi_av_type type,
 			      uint64_t flags)
 {

@@ -13,6 +13,9 @@
 
 #include <rdma/fi_eq.h>
 
+/* libfabric 2.0 deprecates poll sets; nrma keeps serving them. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 /* Completion queues */
 
 static struct fid_cq *open_cq(void **state, enum fi_cq_format format,
