@@ -40,14 +40,10 @@ NRMA_ENOSYS(int, nrma_no_srx_ctx, struct fid_domain *domain,
 NRMA_ENOSYS(int, nrma_no_query_collective, struct fid_domain *domain,
 	    enum fi_collective_op coll, struct fi_collective_attr *attr,
 	    uint64_t flags)
-NRMA_ENOSYS(int, nrma_no_endpoint2, struct fid_domain *domain,
-	    struct fi_info *info, struct fid_ep **ep, uint64_t flags,
-	    void *context)
 NRMA_ENOSYS(int, nrma_no_tx_ctx, struct fid_ep *sep, int index,
 	    struct fi_tx_attr *attr, struct fid_ep **tx_ep, void *context)
 NRMA_ENOSYS(int, nrma_no_rx_ctx, struct fid_ep *sep, int index,
 	    struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context)
-NRMA_ENOSYS(ssize_t, nrma_no_size_left, struct fid_ep *ep)
 NRMA_ENOSYS(int, nrma_no_av_set, struct fid_av *av, struct fi_av_set_attr *attr,
 	    struct fid_av_set **av_set, void *context)
 NRMA_ENOSYS(int, nrma_no_wait_open, struct fid_fabric *fabric,

@@ -90,6 +90,15 @@ struct nrma_xfer;
 #define NRMA_DBG(subsys, ...) \
 	FI_LOG(&nrma_prov, FI_LOG_DEBUG, subsys, __VA_ARGS__)
 
+/*
+ * Operation flags an endpoint may take as defaults; FI_COMMIT_COMPLETE is
+ * not among them: nrma has no persistent memory.
+ */
+#define NRMA_TX_OP_FLAGS                                  \
+	(FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE | \
+	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+#define NRMA_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
+
 /* Tunables, read once from FI_NRMA_* at load time. */
 struct nrma_params {
 	char *device;		  /* restrict to this verbs device */
@@ -330,9 +339,32 @@ struct nrma_av {
 int nrma_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		 struct fid_av **av, void *context);
 
+/*
+ * What the data path's calls are given: an endpoint, or an alias of it
+ * (fi_ep_alias), which differs from it only in its default operation
+ * flags (fi_control FI_GETOPSFLAG, FI_SETOPSFLAG).
+ */
+struct nrma_ep_path {
+	struct fid_ep ep_fid;
+	struct nrma_ep *ep;
+	uint64_t tx_op_flags;
+	uint64_t rx_op_flags;
+};
+
+/* What FI_OPT_MAX_*_SIZE and FI_OPT_INJECT_*_SIZE bound, each. */
+enum nrma_xfer_class {
+	NRMA_XFER_MSG,
+	NRMA_XFER_TAGGED,
+	NRMA_XFER_RMA,
+	NRMA_XFER_ATOMIC,
+	NRMA_XFER_CLASSES,
+};
+
+#define NRMA_DEFAULT_MIN_MULTI_RECV 4096
+
 /* RDM endpoint */
 struct nrma_ep {
-	struct fid_ep ep_fid;
+	struct nrma_ep_path path; /* the endpoint's own */
 	struct nrma_domain *domain;
 	struct fi_info *info;
 	pthread_mutex_t lock;
@@ -349,9 +381,13 @@ struct nrma_ep {
 	struct nrma_eq *eq;
 	struct sockaddr_in name; /* fixed at fi_enable */
 	bool enabled;
-	uint64_t tx_op_flags;
-	uint64_t rx_op_flags;
+	atomic_int aliases; /* open aliases keep it from closing */
+	/* Options (nrma_ep_opt.c) */
 	size_t min_multi_recv;
+	size_t max_size[NRMA_XFER_CLASSES];
+	size_t inject_size[NRMA_XFER_CLASSES];
+	int hmem_p2p;
+	size_t cm_data_size; /* 0: no connection data (RDM) */
 
 	struct nrma_cm *cm;	     /* listener and connections */
 	struct nrma_verbs_ep *verbs; /* CQ and SRQ the connections share */
@@ -360,6 +396,17 @@ struct nrma_ep {
 
 int nrma_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 struct fid_ep **ep, void *context);
+int nrma_ep_open2(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **ep, uint64_t flags, void *context);
+
+/* Options and operation flags (nrma_ep_opt.c) */
+void nrma_ep_opt_init(struct nrma_ep *ep);
+int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
+		   size_t *optlen);
+int nrma_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		   size_t optlen);
+int nrma_ep_op_flags_get(struct nrma_ep_path *path, uint64_t *flags);
+int nrma_ep_op_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
 
 /* Progress (nrma_progress.c): with manual progress, the caller's. */
 void nrma_ep_progress(struct nrma_ep *ep);
@@ -423,6 +470,9 @@ int nrma_xfer_open(struct nrma_ep *ep);
 void nrma_xfer_close(struct nrma_ep *ep);
 /* Device completions an endpoint can have outstanding at once. */
 size_t nrma_xfer_cq_size(const struct fi_info *info);
+/* Transmits and receives that may be posted now (fi_tx/rx_size_left). */
+size_t nrma_xfer_tx_left(const struct nrma_ep *ep);
+size_t nrma_xfer_rx_left(const struct nrma_ep *ep);
 
 extern struct fi_ops_msg nrma_msg_ops;
 extern struct fi_ops_tagged nrma_tagged_ops;
@@ -472,8 +522,8 @@ static inline int nrma_ops_open_named(const char *name, uint64_t flags,
 
 /*
  * Typed accessors: nrma_<obj>_of(struct fid_<obj> *) and
- * nrma_<obj>_of_fid(struct fid *) for fabric, domain, eq, cq, cntr, av,
- * mr and ep.
+ * nrma_<obj>_of_fid(struct fid *) for fabric, domain, eq, cq, cntr, av
+ * and mr; an endpoint's below.
  */
 #define NRMA_FID_ACCESSORS(obj)                                               \
 	static inline struct nrma_##obj *nrma_##obj##_of(                     \
@@ -495,6 +545,21 @@ NRMA_FID_ACCESSORS(cq)
 NRMA_FID_ACCESSORS(cntr)
 NRMA_FID_ACCESSORS(av)
 NRMA_FID_ACCESSORS(mr)
-NRMA_FID_ACCESSORS(ep)
+
+/* An endpoint's fids are those of its paths: its own, and its aliases. */
+static inline struct nrma_ep_path *nrma_path_of(struct fid_ep *ep_fid)
+{
+	return nrma_container_of(ep_fid, struct nrma_ep_path, ep_fid);
+}
+
+static inline struct nrma_ep *nrma_ep_of(struct fid_ep *ep_fid)
+{
+	return nrma_path_of(ep_fid)->ep;
+}
+
+static inline struct nrma_ep *nrma_ep_of_fid(struct fid *fid)
+{
+	return nrma_ep_of(nrma_container_of(fid, struct fid_ep, fid));
+}
 
 #endif /* NRMA_H */

@@ -199,6 +199,20 @@ static bool atomic_one_element(const struct fi_ioc *ioc, size_t count)
 	return count == 1 && ioc && ioc[0].count == 1 && ioc[0].addr;
 }
 
+/* The endpoint's atomic sizes (FI_OPT_*_ATOMIC_SIZE) allow one element. */
+static int atomic_size_check(const struct nrma_ep *ep, uint64_t flags)
+{
+	int ret = nrma_tx_flags_check(flags);
+
+	if (ret)
+		return ret;
+	if (ep->max_size[NRMA_XFER_ATOMIC] < NRMA_ATOMIC_SIZE ||
+	    ((flags & FI_INJECT) &&
+	     ep->inject_size[NRMA_XFER_ATOMIC] < NRMA_ATOMIC_SIZE))
+		return -FI_EINVAL;
+	return 0;
+}
+
 static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 			     const struct fi_msg_atomic *msg,
 			     const struct fi_ioc *comparev,
@@ -218,6 +232,8 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 	};
 	int ret = atomic_valid(msg->datatype, msg->op, kind, NULL);
 
+	if (!ret)
+		ret = atomic_size_check(ep, flags);
 	if (ret)
 		return ret;
 	if (flags & FI_TAGGED) /* no atomics into tagged receive buffers */
@@ -272,7 +288,7 @@ static struct fi_msg_atomic *atomic_req(struct atomic_req *r,
 
 static uint64_t atomic_op_flags(struct fid_ep *ep_fid)
 {
-	return nrma_ep_of(ep_fid)->tx_op_flags;
+	return nrma_path_of(ep_fid)->tx_op_flags;
 }
 
 static ssize_t nrma_atomic_writemsg(struct fid_ep *ep_fid,

@@ -253,6 +253,7 @@ static bool tx_unmet(const struct fi_tx_attr *prov,
 {
 	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
 	       mode_unmet(prov->mode, want->mode) ||
+	       mode_unmet(want->op_flags, NRMA_TX_OP_FLAGS) ||
 	       mode_unmet(want->msg_order, prov->msg_order) ||
 	       mode_unmet(want->comp_order, prov->comp_order) ||
 	       exceeds(want->inject_size, prov->inject_size) ||
@@ -266,6 +267,7 @@ static bool rx_unmet(const struct fi_rx_attr *prov,
 {
 	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
 	       mode_unmet(prov->mode, want->mode) ||
+	       mode_unmet(want->op_flags, NRMA_RX_OP_FLAGS) ||
 	       mode_unmet(want->msg_order, prov->msg_order) ||
 	       mode_unmet(want->comp_order, prov->comp_order) ||
 	       exceeds(want->size, prov->size) ||

@@ -79,7 +79,7 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.srx_ctx = nrma_no_srx_ctx,
 	.query_atomic = nrma_query_atomic,
 	.query_collective = nrma_no_query_collective,
-	.endpoint2 = nrma_no_endpoint2,
+	.endpoint2 = nrma_ep_open2,
 };
 
 /*
@@ -90,8 +90,8 @@ static void domain_async_report(struct nrma_ep *ep, int err, int prov_errno)
 {
 	struct nrma_eq *eq = ep->eq ? ep->eq : ep->domain->eq;
 	struct fi_eq_err_entry entry = {
-		.fid = &ep->ep_fid.fid,
-		.context = ep->ep_fid.fid.context,
+		.fid = &ep->path.ep_fid.fid,
+		.context = ep->path.ep_fid.fid.context,
 		.err = err,
 		.prov_errno = prov_errno,
 	};

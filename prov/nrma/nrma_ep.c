@@ -246,23 +246,31 @@ static int ep_enable(struct nrma_ep *ep)
 	return 0;
 }
 
-static int nrma_ep_control(struct fid *fid, int command, void *arg)
-{
-	struct nrma_ep *ep = nrma_ep_of_fid(fid);
+static int ep_alias_open(struct nrma_ep_path *parent, struct fi_alias *alias);
 
+/* What an endpoint and its aliases answer alike. */
+static int ep_path_control(struct nrma_ep_path *path, int command, void *arg)
+{
 	switch (command) {
-	case FI_ENABLE:
-		return ep_enable(ep);
 	case FI_GETOPSFLAG:
-		if (!arg)
-			return -FI_EINVAL;
-		*(uint64_t *) arg = (*(uint64_t *) arg & FI_TRANSMIT) ?
-					    ep->info->tx_attr->op_flags :
-					    ep->info->rx_attr->op_flags;
-		return 0;
+		return nrma_ep_op_flags_get(path, arg);
+	case FI_SETOPSFLAG:
+		return nrma_ep_op_flags_set(path, arg);
+	case FI_ALIAS:
+		return ep_alias_open(path, arg);
 	default:
 		return -FI_ENOSYS;
 	}
+}
+
+static int nrma_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct nrma_ep_path *path =
+		nrma_path_of(nrma_container_of(fid, struct fid_ep, fid));
+
+	if (command == FI_ENABLE)
+		return ep_enable(path->ep);
+	return ep_path_control(path, command, arg);
 }
 
 static void ep_unbind_cq(struct nrma_ep *ep, struct nrma_cq *cq)
@@ -309,6 +317,8 @@ static int nrma_ep_close(struct fid *fid)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 
+	if (atomic_load(&ep->aliases))
+		return -FI_EBUSY;
 	if (ep->enabled) {
 		nrma_cm_thread_unwatch(ep->domain->cm_thread, ep);
 		nrma_ep_linger(ep);
@@ -417,37 +427,27 @@ static ssize_t nrma_ep_cancel(fid_t fid, void *context)
 	return ret;
 }
 
-static bool ep_multi_recv_opt(const struct nrma_ep *ep, int level, int optname)
+/* Application transmits that may be posted before one says -FI_EAGAIN. */
+static ssize_t nrma_ep_tx_size_left(struct fid_ep *ep_fid)
 {
-	return level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV &&
-	       (ep->info->caps & FI_MULTI_RECV);
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
+	ssize_t left;
+
+	pthread_mutex_lock(&ep->lock);
+	left = ep->enabled ? (ssize_t) nrma_xfer_tx_left(ep) : -FI_EOPBADSTATE;
+	pthread_mutex_unlock(&ep->lock);
+	return left;
 }
 
-static int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
-			  size_t *optlen)
+static ssize_t nrma_ep_rx_size_left(struct fid_ep *ep_fid)
 {
-	struct nrma_ep *ep = nrma_ep_of_fid(fid);
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
+	ssize_t left;
 
-	if (!ep_multi_recv_opt(ep, level, optname))
-		return -FI_ENOPROTOOPT;
-	if (!optval || !optlen || *optlen < sizeof(size_t))
-		return -FI_EINVAL;
-	*(size_t *) optval = ep->min_multi_recv;
-	*optlen = sizeof(size_t);
-	return 0;
-}
-
-static int nrma_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-			  size_t optlen)
-{
-	struct nrma_ep *ep = nrma_ep_of_fid(fid);
-
-	if (!ep_multi_recv_opt(ep, level, optname))
-		return -FI_ENOPROTOOPT;
-	if (!optval || optlen != sizeof(size_t))
-		return -FI_EINVAL;
-	ep->min_multi_recv = *(const size_t *) optval;
-	return 0;
+	pthread_mutex_lock(&ep->lock);
+	left = ep->enabled ? (ssize_t) nrma_xfer_rx_left(ep) : -FI_EOPBADSTATE;
+	pthread_mutex_unlock(&ep->lock);
+	return left;
 }
 
 static struct fi_ops_ep nrma_ep_ops = {
@@ -457,15 +457,87 @@ static struct fi_ops_ep nrma_ep_ops = {
 	.setopt = nrma_ep_setopt,
 	.tx_ctx = nrma_no_tx_ctx,
 	.rx_ctx = nrma_no_rx_ctx,
-	.rx_size_left = nrma_no_size_left,
-	.tx_size_left = nrma_no_size_left,
+	.rx_size_left = nrma_ep_rx_size_left,
+	.tx_size_left = nrma_ep_tx_size_left,
 };
+
+/* Every path to an endpoint offers the same calls. */
+static void ep_path_init(struct nrma_ep_path *path, struct fi_ops *fi_ops,
+			 void *context)
+{
+	path->ep_fid.fid.fclass = FI_CLASS_EP;
+	path->ep_fid.fid.context = context;
+	path->ep_fid.fid.ops = fi_ops;
+	path->ep_fid.ops = &nrma_ep_ops;
+	path->ep_fid.cm = &nrma_ep_cm_ops;
+	path->ep_fid.msg = &nrma_msg_ops;
+	path->ep_fid.rma = &nrma_rma_ops;
+	path->ep_fid.tagged = &nrma_tagged_ops;
+	path->ep_fid.atomic = &nrma_atomic_ops;
+	path->ep_fid.collective = &nrma_no_collective_ops;
+}
+
+/* Aliases (fi_ep_alias): another set of default flags, nothing more. */
+
+static int nrma_ep_alias_close(struct fid *fid)
+{
+	struct nrma_ep_path *alias =
+		nrma_path_of(nrma_container_of(fid, struct fid_ep, fid));
+
+	atomic_fetch_sub(&alias->ep->aliases, 1);
+	free(alias);
+	return 0;
+}
+
+static int nrma_ep_alias_control(struct fid *fid, int command, void *arg)
+{
+	return ep_path_control(
+		nrma_path_of(nrma_container_of(fid, struct fid_ep, fid)),
+		command, arg);
+}
+
+static struct fi_ops nrma_ep_alias_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nrma_ep_alias_close,
+	.bind = nrma_no_bind,
+	.control = nrma_ep_alias_control,
+	.ops_open = nrma_ep_ops_open,
+};
+
+/*
+ * The alias starts with its parent's flags; flags, if any, replace the
+ * transmit or the receive ones, as FI_SETOPSFLAG would.
+ */
+static int ep_alias_open(struct nrma_ep_path *parent, struct fi_alias *req)
+{
+	struct nrma_ep_path *alias;
+	int ret = 0;
+
+	if (!req || !req->fid)
+		return -FI_EINVAL;
+	alias = calloc(1, sizeof(*alias));
+	if (!alias)
+		return -FI_ENOMEM;
+	*alias = *parent;
+	if (req->flags)
+		ret = nrma_ep_op_flags_set(alias, &req->flags);
+	if (ret) {
+		free(alias);
+		return ret;
+	}
+	alias->ep_fid.fid.ops = &nrma_ep_alias_fi_ops;
+	atomic_fetch_add(&alias->ep->aliases, 1);
+	*req->fid = &alias->ep_fid.fid;
+	return 0;
+}
 
 static int ep_info_check(const struct nrma_domain *domain,
 			 const struct fi_info *info)
 {
 	if (!info || !info->ep_attr || !info->tx_attr || !info->rx_attr ||
-	    info->ep_attr->type != FI_EP_RDM)
+	    info->ep_attr->type != FI_EP_RDM ||
+	    (info->tx_attr->op_flags & ~NRMA_TX_OP_FLAGS) ||
+	    (info->rx_attr->op_flags & ~NRMA_RX_OP_FLAGS))
 		return -FI_EINVAL;
 	if (info->domain_attr && info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, domain->device->name))
@@ -478,8 +550,6 @@ static int ep_info_check(const struct nrma_domain *domain,
 	return 0;
 }
 
-#define NRMA_DEFAULT_MIN_MULTI_RECV 4096
-
 static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
 {
 	struct sockaddr_in src = ep->domain->device->addr;
@@ -488,9 +558,12 @@ static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
 	src.sin_port = 0;
 	if (info->src_addr)
 		memcpy(&src, info->src_addr, sizeof(src));
-	ep->tx_op_flags = info->tx_attr->op_flags;
-	ep->rx_op_flags = info->rx_attr->op_flags;
-	ep->min_multi_recv = NRMA_DEFAULT_MIN_MULTI_RECV;
+	ep->path = (struct nrma_ep_path){
+		.ep = ep,
+		.tx_op_flags = info->tx_attr->op_flags,
+		.rx_op_flags = info->rx_attr->op_flags,
+	};
+	nrma_ep_opt_init(ep);
 	ret = nrma_cm_open(&src, &ep->cm);
 	if (ret)
 		return ret;
@@ -533,21 +606,23 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	if (ret)
 		goto err;
 	pthread_mutex_init(&ep->lock, NULL);
-	ep->ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ep_fid.fid.context = context;
-	ep->ep_fid.fid.ops = &nrma_ep_fi_ops;
-	ep->ep_fid.ops = &nrma_ep_ops;
-	ep->ep_fid.cm = &nrma_ep_cm_ops;
-	ep->ep_fid.msg = &nrma_msg_ops;
-	ep->ep_fid.rma = &nrma_rma_ops;
-	ep->ep_fid.tagged = &nrma_tagged_ops;
-	ep->ep_fid.atomic = &nrma_atomic_ops;
-	ep->ep_fid.collective = &nrma_no_collective_ops;
+	ep_path_init(&ep->path, &nrma_ep_fi_ops, context);
 	atomic_fetch_add(&domain->ref, 1);
-	*ep_fid = &ep->ep_fid;
+	*ep_fid = &ep->path.ep_fid;
 	return 0;
 err:
 	fi_freeinfo(ep->info);
 	free(ep);
 	return ret;
+}
+
+/* fi_endpoint2: its flags ask for the peer API (fi_peer(3)), not ours. */
+int nrma_ep_open2(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags & FI_PEER)
+		return -FI_ENOSYS;
+	if (flags)
+		return -FI_EINVAL;
+	return nrma_ep_open(domain, info, ep, context);
 }

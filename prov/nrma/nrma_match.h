@@ -68,6 +68,12 @@ int nrma_match_init(struct nrma_match *m, size_t rx_count, size_t unexp_count,
 		    nrma_peer_addr_fn peer_addr, void *arg);
 void nrma_match_fini(struct nrma_match *m);
 
+/* Receives that may still be posted. */
+static inline size_t nrma_match_rx_left(const struct nrma_match *m)
+{
+	return m->rx_entries.nfree;
+}
+
 /* A zeroed receive, or NULL when rx_count are in use. */
 struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m);
 /* Frees rx once it is off its queue and no read lands in it any more. */

@@ -26,7 +26,7 @@ static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.desc = desc,
 		.count = count,
 		.src = src,
-		.flags = nrma_ep_of(ep_fid)->rx_op_flags,
+		.flags = nrma_path_of(ep_fid)->rx_op_flags,
 		.context = context,
 	};
 
@@ -64,7 +64,7 @@ static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.iov = iov,
 		.count = count,
 		.dest = dest,
-		.flags = nrma_ep_of(ep_fid)->tx_op_flags,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags,
 		.context = context,
 	};
 
@@ -85,7 +85,7 @@ static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 				 size_t len, void *desc, uint64_t data,
 				 fi_addr_t dest, void *context)
 {
-	uint64_t flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA;
+	uint64_t flags = nrma_path_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA;
 
 	(void) desc; /* sends register what receivers read */
 	return nrma_send_buf(ep_fid, buf, len,

@@ -243,7 +243,8 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 
 static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 {
-	ssize_t len = nrma_tx_len(ep, a->iov, a->count, a->flags);
+	ssize_t len =
+		nrma_tx_len(ep, NRMA_XFER_RMA, a->iov, a->count, a->flags);
 
 	if (len < 0)
 		return len;
@@ -330,7 +331,7 @@ static ssize_t rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
 		.key = key,
 		.data = data,
 		.context = context,
-		.flags = nrma_ep_of(ep_fid)->tx_op_flags | flags,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags | flags,
 	};
 
 	for (size_t i = 0; iov && i < count; i++)

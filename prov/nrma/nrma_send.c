@@ -131,7 +131,9 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 
 ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 {
-	ssize_t len = nrma_tx_len(ep, a->iov, a->count, a->flags);
+	enum nrma_xfer_class class = a->flags & FI_TAGGED ? NRMA_XFER_TAGGED :
+							    NRMA_XFER_MSG;
+	ssize_t len = nrma_tx_len(ep, class, a->iov, a->count, a->flags);
 
 	return len < 0 ? len : nrma_tx_submit(ep, a->dest, send_post, a, len);
 }

@@ -34,7 +34,7 @@ static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.tag = tag,
 		.ignore = ignore,
 		.context = context,
-		.flags = nrma_ep_of(ep_fid)->rx_op_flags | FI_TAGGED,
+		.flags = nrma_path_of(ep_fid)->rx_op_flags | FI_TAGGED,
 	};
 
 	return nrma_recv(nrma_ep_of(ep_fid), &a);
@@ -77,7 +77,7 @@ static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.dest = dest,
 		.tag = tag,
 		.context = context,
-		.flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags | FI_TAGGED,
 	};
 
 	(void) desc; /* sends register what receivers read */
@@ -98,7 +98,7 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 				    size_t len, void *desc, uint64_t data,
 				    fi_addr_t dest, uint64_t tag, void *context)
 {
-	uint64_t flags = nrma_ep_of(ep_fid)->tx_op_flags | FI_TAGGED |
+	uint64_t flags = nrma_path_of(ep_fid)->tx_op_flags | FI_TAGGED |
 			 FI_REMOTE_CQ_DATA;
 
 	(void) desc; /* sends register what receivers read */

@@ -262,20 +262,45 @@ static int xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
 	return nrma_conn_get(ep->cm, dest, &peer, conn);
 }
 
-/* The length of what an operation transmits, or -FI_EINVAL at once. */
-ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
-		    size_t count, uint64_t flags)
+/*
+ * Flags no transmit may carry: nrma has no persistent memory to commit
+ * to (FI_COMMIT_COMPLETE).
+ */
+int nrma_tx_flags_check(uint64_t flags)
 {
-	const struct fi_info *info = ep->info;
-	size_t len;
+	return (flags & FI_COMMIT_COMPLETE) ? -FI_EOPNOTSUPP : 0;
+}
 
-	if (count > info->tx_attr->iov_limit || (count && !iov))
+/*
+ * The length of what an operation of a class transmits, or -FI_EINVAL at
+ * once when the class's sizes (FI_OPT_MAX_*, FI_OPT_INJECT_*) rule it out.
+ */
+ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
+		    const struct iovec *iov, size_t count, uint64_t flags)
+{
+	size_t len;
+	int ret;
+
+	ret = nrma_tx_flags_check(flags);
+	if (ret)
+		return ret;
+	if (count > ep->info->tx_attr->iov_limit || (count && !iov))
 		return -FI_EINVAL;
 	len = nrma_iov_len(iov, count);
-	if (len > info->ep_attr->max_msg_size ||
-	    ((flags & FI_INJECT) && len > info->tx_attr->inject_size))
+	if (len > ep->max_size[class] ||
+	    ((flags & FI_INJECT) && len > ep->inject_size[class]))
 		return -FI_EINVAL;
 	return len;
+}
+
+size_t nrma_xfer_tx_left(const struct nrma_ep *ep)
+{
+	return ep->xfer->sends_max - ep->xfer->sends;
+}
+
+size_t nrma_xfer_rx_left(const struct nrma_ep *ep)
+{
+	return nrma_match_rx_left(&ep->xfer->match);
 }
 
 /*

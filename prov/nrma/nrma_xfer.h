@@ -189,8 +189,9 @@ typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
 				   const void *args, size_t len);
 ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 		       const void *args, size_t len);
-ssize_t nrma_tx_len(const struct nrma_ep *ep, const struct iovec *iov,
-		    size_t count, uint64_t flags);
+int nrma_tx_flags_check(uint64_t flags);
+ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
+		    const struct iovec *iov, size_t count, uint64_t flags);
 
 /*
  * A send that waits this long for its ACK has its peer probed, so that a

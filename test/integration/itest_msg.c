@@ -756,6 +756,8 @@ void itest_node_open(struct itest_node *n, const struct itest_node_opts *o,
 		n->recv_cntr = itest_cntr_open(domain);
 		CHECK_OK(fi_ep_bind(n->ep, &n->recv_cntr->fid, FI_RECV));
 	}
+	if (o->before_enable)
+		o->before_enable(n->ep);
 	CHECK_OK(fi_enable(n->ep));
 	CHECK_OK(fi_getname(&n->ep->fid, &n->name, &len));
 	CHECK(len == sizeof(n->name));

@@ -297,6 +297,8 @@ struct itest_node_opts {
 	size_t tx_size; /* 0: the provider's default */
 	size_t rx_size;
 	const struct fi_info *info; /* NULL: the domain's (itest_info) */
+	/* Called on the bound endpoint just before fi_enable, if set. */
+	void (*before_enable)(struct fid_ep *ep);
 };
 
 struct itest_node {

@@ -1427,6 +1427,24 @@ static void test_op_flags_echoed(void **state)
 	fi_freeinfo(hints);
 }
 
+/* Persistent memory is not there to commit to; nor is there a tx MULTI_RECV. */
+static void test_op_flags_refused(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE;
+	assert_int_equal(match(V_CUR, hints, &info), -FI_ENODATA);
+	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	hints->rx_attr->op_flags = FI_INJECT;
+	assert_int_equal(match(V_CUR, hints, &info), -FI_ENODATA);
+	hints->rx_attr->op_flags = FI_MULTI_RECV | FI_COMPLETION;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->tx_attr->op_flags, FI_DELIVERY_COMPLETE);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
 /* nrma_getinfo over a synthetic device table (numeric addresses only). */
 
 static struct nrma_device two_devs[2];
@@ -1630,6 +1648,7 @@ int main(void)
 		cmocka_unit_test_setup(test_domain_limits, setup),
 		cmocka_unit_test_setup(test_threading_av_type, setup),
 		cmocka_unit_test_setup(test_op_flags_echoed, setup),
+		cmocka_unit_test_setup(test_op_flags_refused, setup),
 		cmocka_unit_test_setup_teardown(test_getinfo_all_devices,
 						getinfo_setup,
 						getinfo_teardown),
