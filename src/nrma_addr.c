@@ -30,6 +30,17 @@ int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len)
 	return n < 0 ? -FI_EINVAL : n + 1;
 }
 
+int nrma_addr_give(const struct sockaddr_in *sin, void *addr, size_t *addrlen)
+{
+	size_t room = *addrlen;
+
+	*addrlen = sizeof(*sin);
+	if (room < sizeof(*sin))
+		return -FI_ETOOSMALL;
+	memcpy(addr, sin, sizeof(*sin));
+	return 0;
+}
+
 int nrma_addr_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b)
 {
 	uint32_t ia = ntohl(a->sin_addr.s_addr), ib = ntohl(b->sin_addr.s_addr);

@@ -14,6 +14,9 @@
 #define NRMA_ENOSYS_STATIC(ret, name, ...) \
 	static NRMA_ENOSYS(ret, name, __VA_ARGS__)
 
+NRMA_ENOSYS(int, nrma_no_close, struct fid *fid)
+NRMA_ENOSYS(ssize_t, nrma_no_cancel, struct fid *fid, void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_size_left, struct fid_ep *ep)
 NRMA_ENOSYS(int, nrma_no_bind, struct fid *fid, struct fid *bfid,
 	    uint64_t flags)
 NRMA_ENOSYS(int, nrma_no_control, struct fid *fid, int command, void *arg)
@@ -48,8 +51,6 @@ NRMA_ENOSYS(int, nrma_no_av_set, struct fid_av *av, struct fi_av_set_attr *attr,
 	    struct fid_av_set **av_set, void *context)
 NRMA_ENOSYS(int, nrma_no_wait_open, struct fid_fabric *fabric,
 	    struct fi_wait_attr *attr, struct fid_wait **waitset)
-NRMA_ENOSYS(int, nrma_no_passive_ep, struct fid_fabric *fabric,
-	    struct fi_info *info, struct fid_pep **pep, void *context)
 NRMA_ENOSYS(int, nrma_no_domain2, struct fid_fabric *fabric,
 	    struct fi_info *info, struct fid_domain **dom, uint64_t flags,
 	    void *context)

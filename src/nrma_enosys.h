@@ -15,6 +15,9 @@
 
 extern struct fi_ops_collective nrma_no_collective_ops;
 
+int nrma_no_close(struct fid *fid);
+ssize_t nrma_no_cancel(struct fid *fid, void *context);
+ssize_t nrma_no_size_left(struct fid_ep *ep);
 int nrma_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int nrma_no_control(struct fid *fid, int command, void *arg);
 int nrma_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
@@ -46,8 +49,6 @@ int nrma_no_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
 		   struct fid_av_set **av_set, void *context);
 int nrma_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		      struct fid_wait **waitset);
-int nrma_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-		       struct fid_pep **pep, void *context);
 int nrma_no_domain2(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **dom, uint64_t flags, void *context);
 

@@ -29,28 +29,29 @@
 #define ALL_PATTERNS ((1u << BENCH_PATTERNS) - 1)
 #define LAT_ONLY     (1u << BENCH_LAT)
 #define RXM	     "verbs;ofi_rxm"
-#define RXM_ENV	     "FI_UNIVERSE_SIZE=16" /* rxe's max_cqe, FACTS.md */
-#define EXIT_SKIP    77			   /* the provider is not there */
+#define NRMA	     FI_NRMA_PROV_NAME_NATIVE /* not ofi_rxm over nrma */
+#define RXM_ENV	     "FI_UNIVERSE_SIZE=16"    /* rxe's max_cqe, FACTS.md */
+#define EXIT_SKIP    77			      /* the provider is not there */
 
 static const struct bench_variant bench_variants[] = {
 	{ "raw-write", NULL, BENCH_OP_WRITE, NULL, NULL, ALL_PATTERNS },
 	{ "raw-pair", NULL, BENCH_OP_WRITE_CNTR, NULL, NULL, ALL_PATTERNS },
 	{ "raw-readpair", NULL, BENCH_OP_READ_CNTR, NULL, NULL, ALL_PATTERNS },
-	{ "write", "nrma", BENCH_OP_WRITE, NULL, "raw-write", ALL_PATTERNS },
-	{ "notify", "nrma", BENCH_OP_WRITE_CNTR, "FI_NRMA_NOTIFY_FENCE=auto",
+	{ "write", NRMA, BENCH_OP_WRITE, NULL, "raw-write", ALL_PATTERNS },
+	{ "notify", NRMA, BENCH_OP_WRITE_CNTR, "FI_NRMA_NOTIFY_FENCE=auto",
 	  "raw-pair", ALL_PATTERNS },
-	{ "notify-always", "nrma", BENCH_OP_WRITE_CNTR,
+	{ "notify-always", NRMA, BENCH_OP_WRITE_CNTR,
 	  "FI_NRMA_NOTIFY_FENCE=always", "raw-pair", ALL_PATTERNS },
-	{ "notify-read", "nrma", BENCH_OP_READ_CNTR, NULL, "raw-readpair",
+	{ "notify-read", NRMA, BENCH_OP_READ_CNTR, NULL, "raw-readpair",
 	  ALL_PATTERNS },
 	/* One atomic of +16 behind 16 writes: against plain writes. */
-	{ "notify-coalesce", "nrma", BENCH_OP_WRITE_CNTR,
+	{ "notify-coalesce", NRMA, BENCH_OP_WRITE_CNTR,
 	  "FI_NRMA_NOTIFY_COALESCE=16", "raw-write", ALL_PATTERNS },
-	{ "nset", "nrma", BENCH_OP_WRITE_NSET, NULL, "raw-pair", ALL_PATTERNS },
-	{ "writedata", "nrma", BENCH_OP_WRITEDATA, NULL, "raw-pair",
+	{ "nset", NRMA, BENCH_OP_WRITE_NSET, NULL, "raw-pair", ALL_PATTERNS },
+	{ "writedata", NRMA, BENCH_OP_WRITEDATA, NULL, "raw-pair",
 	  ALL_PATTERNS },
-	{ "send", "nrma", BENCH_OP_SEND, NULL, "rxm-send", LAT_ONLY },
-	{ "tsend", "nrma", BENCH_OP_TSEND, NULL, "rxm-tsend", LAT_ONLY },
+	{ "send", NRMA, BENCH_OP_SEND, NULL, "rxm-send", LAT_ONLY },
+	{ "tsend", NRMA, BENCH_OP_TSEND, NULL, "rxm-tsend", LAT_ONLY },
 	{ "rxm-write", RXM, BENCH_OP_WRITE, RXM_ENV, "raw-write",
 	  ALL_PATTERNS },
 	{ "rxm-writedata", RXM, BENCH_OP_WRITEDATA, RXM_ENV, "raw-pair",

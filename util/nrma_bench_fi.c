@@ -142,7 +142,7 @@ static int lf_open(struct bench_xport **xp, const struct bench_variant *v,
 		return -FI_ENOMEM;
 	x->v = v;
 	x->max_size = max_size;
-	x->progress_target = strcmp(v->prov, FI_NRMA_PROV_NAME) != 0;
+	x->progress_target = strcmp(v->prov, FI_NRMA_PROV_NAME_NATIVE) != 0;
 	x->buf = calloc(2, max_size);
 	if (!x->buf)
 		return -FI_ENOMEM;

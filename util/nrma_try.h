@@ -14,6 +14,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_ext_nrma.h>
 
 /* Exits, naming the call and its error, unless call returns 0. */
 #define TRY(call)                                                              \
@@ -64,7 +65,7 @@ static inline void try_domain_open(struct try_node *n, uint64_t caps)
 	hints->caps = caps;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("nrma");
+	hints->fabric_attr->prov_name = strdup(FI_NRMA_PROV_NAME_NATIVE);
 	TRY(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &n->info));
 	fi_freeinfo(hints);
 	TRY(fi_fabric(n->info->fabric_attr, &n->fabric, NULL));

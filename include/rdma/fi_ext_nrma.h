@@ -28,6 +28,13 @@ extern "C" {
 /* The name to pass in FI_PROVIDER or hints->fabric_attr->prov_name. */
 #define FI_NRMA_PROV_NAME "nrma"
 
+/*
+ * hints->fabric_attr->prov_name for nrma's own endpoints only: libfabric
+ * layers its ofi_rxm over any provider with FI_EP_MSG endpoints and lists
+ * "nrma;ofi_rxm" before "nrma" for a plain FI_NRMA_PROV_NAME.
+ */
+#define FI_NRMA_PROV_NAME_NATIVE "nrma;^ofi_rxm"
+
 /* Provider version, as fi_info reports it in fabric_attr->prov_version. */
 #define FI_NRMA_VERSION FI_VERSION(0, 1)
 

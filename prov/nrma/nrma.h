@@ -16,7 +16,8 @@
  *      one endpoint's connection events (a device event takes the list
  *      of threads' lock, then each thread's in turn)
  *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses
- *   3. nrma_ep.lock: an endpoint's data path and connections
+ *   3. nrma_ep.lock: an endpoint's data path and connections, or a
+ *      passive endpoint's lock
  *   4. leaves, never held two at a time: nrma_cq.lock, nrma_cntr.lock,
  *      nrma_eq.lock, an AV's address table lock, the notification region's
  *      lock, the key table's lock
@@ -74,6 +75,9 @@ extern struct fi_provider nrma_prov;
 
 struct nrma_cm;
 struct nrma_cm_ops;
+struct nrma_cm_req;
+struct nrma_conn;
+struct rdma_cm_id;
 struct nrma_cm_thread;
 struct nrma_cntr;
 struct nrma_ep;
@@ -116,6 +120,7 @@ struct nrma_params {
 	bool notify_fence_always; /* fence every notification atomic */
 	int notify_wake_ms;	  /* sleep bound while remote atomics count */
 	size_t notify_coalesce;	  /* notified writes one atomic may count */
+	bool msg_ep;		  /* offer FI_EP_MSG endpoints */
 };
 extern struct nrma_params nrma_params;
 
@@ -147,7 +152,9 @@ extern struct nrma_device *nrma_devices;
 extern size_t nrma_device_count;
 
 /* Attributes and hint matching (nrma_attr.c). */
-struct fi_info *nrma_info_alloc(const struct nrma_device *dev);
+/* What dev offers for endpoints of type (FI_EP_RDM or FI_EP_MSG). */
+struct fi_info *nrma_info_alloc(const struct nrma_device *dev,
+				enum fi_ep_type type);
 /* Registrations a domain on dev holds at once: fi_info's mr_cnt. */
 size_t nrma_mr_cnt(const struct nrma_device *dev);
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
@@ -171,13 +178,20 @@ static inline size_t nrma_err_entry_size(uint32_t version, size_t full,
 struct nrma_fabric {
 	struct fid_fabric fabric_fid;
 	uint32_t api_version; /* what the application asked for */
-	atomic_int ref;	      /* open domains and EQs */
+	atomic_int ref;	      /* open domains, EQs and passive endpoints */
+	pthread_mutex_t lock; /* guards cm_thread */
+	struct nrma_cm_thread *cm_thread; /* the listeners' control progress */
 };
 
 int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		     void *context);
+/* The fabric's control-progress thread, started on first use. */
+int nrma_fabric_cm_thread(struct nrma_fabric *fabric,
+			  struct nrma_cm_thread **thread);
 
 /* Event queue */
+#define NRMA_EQ_ERR_DATA_MAX 64 /* an error entry's data, at most */
+
 struct nrma_eq {
 	struct fid_eq eq_fid;
 	struct nrma_fabric *fabric;
@@ -188,13 +202,21 @@ struct nrma_eq {
 	uint64_t flags;
 	struct nrma_wait wait;
 	atomic_int ref; /* objects bound to it */
+	/* The last error's data, when the application gave no buffer. */
+	uint8_t err_data[NRMA_EQ_ERR_DATA_MAX];
 };
 
 int nrma_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		 struct fid_eq **eq, void *context);
 int nrma_eq_report(struct nrma_eq *eq, uint32_t event,
 		   const struct fi_eq_entry *entry);
-int nrma_eq_report_err(struct nrma_eq *eq, const struct fi_eq_err_entry *err);
+/* A connection event: entry, then len bytes of the peer's data. */
+int nrma_eq_report_cm(struct nrma_eq *eq, uint32_t event,
+		      const struct fi_eq_cm_entry *entry, const void *data,
+		      size_t len);
+/* An error event; data (len bytes, maybe 0) is its err_data. */
+int nrma_eq_report_err(struct nrma_eq *eq, const struct fi_eq_err_entry *err,
+		       const void *data, size_t len);
 int nrma_eq_trywait(struct nrma_eq *eq);
 
 /* Domain */
@@ -396,6 +418,28 @@ struct nrma_ep {
 
 int nrma_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 struct fid_ep **ep, void *context);
+int nrma_ep_enable(struct nrma_ep *ep);
+int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen);
+int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen);
+
+/* Connected endpoints (nrma_ep_conn.c): their fi_cm calls and events. */
+extern struct fi_ops_cm nrma_ep_conn_ops;
+extern const struct nrma_cm_ops nrma_ep_conn_cm_ops;
+
+static inline bool nrma_ep_is_msg(const struct nrma_ep *ep)
+{
+	return ep->info->ep_attr->type == FI_EP_MSG;
+}
+
+/* Passive endpoints (nrma_pep.c) */
+int nrma_pep_open(struct fid_fabric *fabric, struct fi_info *info,
+		  struct fid_pep **pep, void *context);
+/* The request behind an fi_info handle (FI_CONNREQ), or NULL. */
+struct nrma_cm_req *nrma_connreq_of(struct fid *handle);
+/* fi_accept took it: what is left of it goes. */
+void nrma_connreq_done(struct fid *handle);
+/* The bound address of a passive endpoint (fi_info handle), or NULL. */
+struct rdma_cm_id *nrma_pep_release(struct fid *handle);
 int nrma_ep_open2(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep, uint64_t flags, void *context);
 
@@ -418,18 +462,31 @@ void nrma_ep_linger(struct nrma_ep *ep);
  * connection events of the endpoints it watches, from fi_enable on, and
  * the device's events: an endpoint that one breaks hears of it through
  * report (err positive, prov_errno the ibv_event_type), which the
- * domain's layer gives it.
+ * domain's layer gives it.  A fabric's thread (no device: vdom NULL)
+ * watches its passive endpoints' listeners.
  */
 typedef void (*nrma_async_report_fn)(struct nrma_ep *ep, int err,
 				     int prov_errno);
-int nrma_cm_thread_open(struct nrma_domain *domain, nrma_async_report_fn report,
+int nrma_cm_thread_open(struct nrma_verbs_domain *vdom,
+			nrma_async_report_fn report,
 			struct nrma_cm_thread **thread);
 void nrma_cm_thread_close(struct nrma_cm_thread *thread);
 void nrma_cm_threads_stop(void);
 int nrma_cm_thread_watch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 void nrma_cm_thread_unwatch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
+/* fn(arg), with the thread's lock held, whenever fd is readable. */
+int nrma_cm_thread_watch_fn(struct nrma_cm_thread *t, int fd,
+			    void (*fn)(void *arg), void *arg);
+void nrma_cm_thread_unwatch_fn(struct nrma_cm_thread *t, int fd, void *arg);
 /* How connection management reports to an endpoint. */
 extern const struct nrma_cm_ops nrma_progress_cm_ops;
+/* Its entries, for tables that add to it (nrma_ep_conn.c). */
+void nrma_progress_drain(void *arg);
+void nrma_progress_probe(void *arg, struct nrma_conn *conn);
+int nrma_progress_conn_open(void *arg, struct nrma_conn *conn);
+void nrma_progress_conn_close(void *arg, struct nrma_conn *conn);
+/* After fi_shutdown: until nothing uses the connection (bounded). */
+void nrma_ep_settle(struct nrma_ep *ep);
 
 /*
  * The protocol's entry points for fi_msg (nrma_msg.c) and fi_tagged.  A

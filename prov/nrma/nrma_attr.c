@@ -26,6 +26,9 @@
 #define NRMA_MSG_ORDER \
 	(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
 #define NRMA_CAPS (NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
+/* A connected endpoint has one peer: no sources to tell or direct by. */
+#define NRMA_MSG_EP_NO_CAPS \
+	(FI_SOURCE | FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV)
 
 /*
  * Registrations have provider keys (a slot of the key table, which
@@ -77,11 +80,13 @@ size_t nrma_mr_cnt(const struct nrma_device *dev)
 	return min_size(dev->limits.max_mr, nrma_params.mr_max);
 }
 
-static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
+static void fill_attrs(struct fi_info *info, const struct nrma_device *dev,
+		       enum fi_ep_type type)
 {
 	const struct nrma_dev_limits *lim = &dev->limits;
+	uint64_t no_caps = type == FI_EP_MSG ? NRMA_MSG_EP_NO_CAPS : 0;
 
-	info->caps = NRMA_CAPS;
+	info->caps = NRMA_CAPS & ~no_caps;
 	info->mode = 0;
 	info->addr_format = FI_SOCKADDR_IN;
 
@@ -93,14 +98,14 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->tx_attr->iov_limit = min_size(NRMA_IOV_LIMIT, lim->max_sge);
 	info->tx_attr->rma_iov_limit = 1; /* one remote address per WR */
 
-	info->rx_attr->caps = NRMA_RX_CAPS;
+	info->rx_attr->caps = NRMA_RX_CAPS & ~no_caps;
 	info->rx_attr->msg_order = NRMA_MSG_ORDER;
 	info->rx_attr->comp_order = NRMA_ORDER_NONE;
 	info->rx_attr->size = min_size(nrma_params.rx_size, lim->max_srq_wr);
 	/* A rendezvous read scatters into the receive: max_sge_rd bounds it. */
 	info->rx_attr->iov_limit = min_size(NRMA_IOV_LIMIT, lim->max_sge_rd);
 
-	info->ep_attr->type = FI_EP_RDM;
+	info->ep_attr->type = type;
 	info->ep_attr->protocol = FI_PROTO_UNSPEC;
 	info->ep_attr->protocol_version = NRMA_PROTOCOL_VERSION;
 	info->ep_attr->max_msg_size = lim->max_msg_size;
@@ -131,7 +136,8 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev)
 	info->domain_attr->mr_cnt = nrma_mr_cnt(dev);
 }
 
-struct fi_info *nrma_info_alloc(const struct nrma_device *dev)
+struct fi_info *nrma_info_alloc(const struct nrma_device *dev,
+				enum fi_ep_type type)
 {
 	struct fi_info *info;
 	char fabric[64];
@@ -141,7 +147,7 @@ struct fi_info *nrma_info_alloc(const struct nrma_device *dev)
 	info = fi_allocinfo();
 	if (!info)
 		return NULL;
-	fill_attrs(info, dev);
+	fill_attrs(info, dev, type);
 	info->fabric_attr->name = strdup(fabric);
 	info->fabric_attr->prov_version = NRMA_PROV_VERSION;
 	info->domain_attr->name = strdup(dev->name);
@@ -423,6 +429,9 @@ void nrma_info_narrow(uint32_t version, struct fi_info *info,
 	narrow_domain(version, info->domain_attr, info->caps,
 		      hints->domain_attr);
 	narrow_contexts(info, hints);
+	/* A passive endpoint whose address an active one is to take. */
+	if (info->ep_attr->type == FI_EP_MSG)
+		info->handle = hints->handle;
 }
 
 /* Addresses that fi_getinfo's node, service, flags and hints ask for. */
@@ -524,6 +533,18 @@ static int set_info_addrs(struct fi_info *info, const struct nrma_device *dev,
 	return ret;
 }
 
+/*
+ * Connected endpoints only for those who ask for them by type (and only
+ * while FI_NRMA_MSG_EP lets us offer them), else RDM ones.
+ */
+static enum fi_ep_type device_ep_type(const struct fi_info *hints)
+{
+	return hints && hints->ep_attr && hints->ep_attr->type == FI_EP_MSG &&
+			       nrma_params.msg_ep ?
+		       FI_EP_MSG :
+		       FI_EP_RDM;
+}
+
 static int device_info(uint32_t version, const struct nrma_device *dev,
 		       const struct nrma_addr_req *req,
 		       const struct fi_info *hints, struct fi_info **info)
@@ -533,7 +554,7 @@ static int device_info(uint32_t version, const struct nrma_device *dev,
 
 	if (!device_serves(dev, req))
 		return -FI_ENODATA;
-	fi = nrma_info_alloc(dev);
+	fi = nrma_info_alloc(dev, device_ep_type(hints));
 	if (!fi)
 		return -FI_ENOMEM;
 	ret = nrma_info_match(version, fi, hints);

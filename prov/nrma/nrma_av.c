@@ -24,7 +24,7 @@ static void av_report_error(struct nrma_av *av, size_t index, int err,
 		.err = -err,
 	};
 
-	if (nrma_eq_report_err(av->eq, &entry))
+	if (nrma_eq_report_err(av->eq, &entry, NULL, 0))
 		NRMA_WARN(FI_LOG_AV, "EQ full: lost the error of address %zu\n",
 			  index);
 }

@@ -41,10 +41,13 @@
 
 struct nrma_cm {
 	struct rdma_event_channel *channel; /* listener's and connections' */
-	struct rdma_cm_id *listen_id;
+	struct rdma_cm_id *listen_id;	    /* FI_EP_MSG: bound, until used */
 	struct nrma_conn_table table;
 	struct nrma_dlist retired; /* connections waiting to be unused */
-	struct nrma_cm_attr attr;  /* set by nrma_cm_listen */
+	struct nrma_cm_attr attr;  /* set by nrma_cm_listen or _enable */
+	/* FI_EP_MSG: our connect data, and the peer's reject data. */
+	uint8_t app[NRMA_CM_MSG_APP_MAX];
+	size_t app_len;
 };
 
 static int cm_bind(struct nrma_cm *cm, const struct sockaddr_in *addr)
@@ -87,7 +90,7 @@ int nrma_cm_open(const struct sockaddr_in *addr, struct nrma_cm **cmp)
 		ret = -errno;
 		goto err_channel;
 	}
-	ret = cm_bind(cm, addr);
+	ret = addr ? cm_bind(cm, addr) : 0;
 	if (ret)
 		goto err_channel;
 	*cmp = cm;
@@ -106,19 +109,35 @@ int nrma_cm_rebind(struct nrma_cm *cm, const struct sockaddr_in *addr)
 	return cm_bind(cm, addr);
 }
 
+/* A MSG endpoint's connection, once made, holds what was bound. */
+static struct rdma_cm_id *cm_named_id(struct nrma_cm *cm)
+{
+	struct nrma_conn *conn;
+
+	if (cm->listen_id)
+		return cm->listen_id;
+	conn = nrma_cm_msg_conn(cm);
+	return conn ? conn->id : NULL;
+}
+
 int nrma_cm_name(struct nrma_cm *cm, struct sockaddr_in *name)
 {
-	struct sockaddr *sa = rdma_get_local_addr(cm->listen_id);
+	struct rdma_cm_id *id = cm_named_id(cm);
+	struct sockaddr *sa = id ? rdma_get_local_addr(id) : NULL;
 
+	if (!sa)
+		return -FI_EOPBADSTATE;
 	if (sa->sa_family != AF_INET)
 		return -FI_EINVAL;
 	memcpy(name, sa, sizeof(*name));
 	return 0;
 }
 
-int nrma_cm_listen(struct nrma_cm *cm, const struct nrma_cm_attr *attr)
+int nrma_cm_enable(struct nrma_cm *cm, const struct nrma_cm_attr *attr)
 {
 	cm->attr = *attr;
+	if (attr->msg)
+		return 0;
 	return rdma_listen(cm->listen_id, 0) ? -errno : 0;
 }
 
@@ -134,27 +153,37 @@ static void cm_data_init(const struct nrma_cm *cm, struct nrma_cm_data *data,
 }
 
 /* Connect and accept data: what a connection's peer needs of us. */
+static struct nrma_cm_grant cm_conn_grant(const struct nrma_conn *conn)
+{
+	return (struct nrma_cm_grant){
+		.notify_rkey = conn->cm->attr.notify_rkey,
+		.credit_rkey = conn->credit_rkey,
+		.credits_msg =
+			(uint16_t) conn->rx_credit[NRMA_CREDIT_MSG].grant,
+		.credits_ctl =
+			(uint16_t) conn->rx_credit[NRMA_CREDIT_CTL].grant,
+		.keytab_rkey = conn->cm->attr.keytab_rkey,
+		.keytab_slots = conn->cm->attr.keytab_slots,
+	};
+}
+
 static void cm_conn_data_init(const struct nrma_conn *conn,
 			      struct nrma_cm_data *data)
 {
 	cm_data_init(conn->cm, data, NRMA_REJECT_NONE);
-	data->credit_rkey = conn->credit_rkey;
-	data->credits_msg = (uint16_t) conn->rx_credit[NRMA_CREDIT_MSG].grant;
-	data->credits_ctl = (uint16_t) conn->rx_credit[NRMA_CREDIT_CTL].grant;
-	data->keytab_rkey = conn->cm->attr.keytab_rkey;
-	data->keytab_slots = conn->cm->attr.keytab_slots;
+	data->grant = cm_conn_grant(conn);
 }
 
 /* What the peer's connect or accept data grants us. */
-static void cm_conn_data_take(struct nrma_conn *conn,
-			      const struct nrma_cm_data *data)
+static void cm_conn_grant_take(struct nrma_conn *conn,
+			       const struct nrma_cm_grant *grant)
 {
-	conn->notify_rkey = data->notify_rkey;
-	conn->peer_credit_rkey = data->credit_rkey;
-	conn->tx_credit[NRMA_CREDIT_MSG].grant = data->credits_msg;
-	conn->tx_credit[NRMA_CREDIT_CTL].grant = data->credits_ctl;
-	conn->keytab_rkey = data->keytab_rkey;
-	conn->keytab_slots = data->keytab_slots;
+	conn->notify_rkey = grant->notify_rkey;
+	conn->peer_credit_rkey = grant->credit_rkey;
+	conn->tx_credit[NRMA_CREDIT_MSG].grant = grant->credits_msg;
+	conn->tx_credit[NRMA_CREDIT_CTL].grant = grant->credits_ctl;
+	conn->keytab_rkey = grant->keytab_rkey;
+	conn->keytab_slots = grant->keytab_slots;
 }
 
 static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
@@ -164,11 +193,11 @@ static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
 }
 
 static struct rdma_conn_param cm_conn_param(const struct nrma_cm *cm,
-					    const struct nrma_cm_data *data)
+					    const void *data, size_t len)
 {
 	return (struct rdma_conn_param){
 		.private_data = data,
-		.private_data_len = sizeof(*data),
+		.private_data_len = (uint8_t) len,
 		.responder_resources = cm->attr.rd_atomic_depth,
 		.initiator_depth = cm->attr.rd_atomic_depth,
 		.retry_count = NRMA_RETRY_COUNT,
@@ -413,9 +442,22 @@ struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num)
 	return nrma_conn_table_by_qp(&cm->table, qp_num);
 }
 
+/* Our connect or accept data: the RDM kind, or MSG's with the app's. */
+static size_t cm_conn_data(const struct nrma_conn *conn, const void *app,
+			   size_t app_len, uint8_t *buf)
+{
+	struct nrma_cm_grant grant = cm_conn_grant(conn);
+
+	if (conn->cm->attr.msg)
+		return nrma_cm_msg_data_init(buf, &grant, app, app_len);
+	cm_conn_data_init(conn, (struct nrma_cm_data *) buf);
+	return sizeof(struct nrma_cm_data);
+}
+
 static void cm_on_route_resolved(struct nrma_conn *conn)
 {
-	struct nrma_cm_data data;
+	struct nrma_cm *cm = conn->cm;
+	uint8_t data[NRMA_CM_REQ_DATA_MAX];
 	struct rdma_conn_param param;
 	int ret;
 
@@ -424,10 +466,50 @@ static void cm_on_route_resolved(struct nrma_conn *conn)
 		nrma_conn_fail(conn, ret);
 		return;
 	}
-	cm_conn_data_init(conn, &data);
-	param = cm_conn_param(conn->cm, &data);
+	param = cm_conn_param(cm, data,
+			      cm_conn_data(conn, cm->app, cm->app_len, data));
 	if (rdma_connect(conn->id, &param))
 		nrma_conn_fail(conn, -errno);
+}
+
+static void cm_conn_up(struct nrma_conn *conn)
+{
+	if (conn->state == NRMA_CONN_CONNECTING) {
+		conn->state = NRMA_CONN_CONNECTED;
+		conn->established = true;
+	}
+}
+
+/* The endpoint hears, once, that its MSG connection is up. */
+static void cm_msg_announce(struct nrma_conn *conn, const void *app, size_t len)
+{
+	if (conn->announced || conn->state == NRMA_CONN_FAILED)
+		return;
+	cm_conn_up(conn);
+	conn->announced = true;
+	conn->cm->attr.ops->connected(conn->cm->attr.arg, conn, app, len);
+}
+
+/*
+ * A MSG connection is up: the active side learns the peer's grant and
+ * the application its accept data; the passive side has neither to learn.
+ */
+static void cm_on_msg_established(struct nrma_conn *conn,
+				  struct rdma_cm_event *ev)
+{
+	const struct nrma_cm_msg_data *data = nrma_cm_msg_data_parse(
+		ev->param.conn.private_data, ev->param.conn.private_data_len);
+
+	if (!conn->outgoing) {
+		cm_msg_announce(conn, NULL, 0);
+		return;
+	}
+	if (!data || !nrma_cm_grant_valid(&data->grant)) {
+		nrma_conn_fail(conn, -FI_EOTHER);
+		return;
+	}
+	cm_conn_grant_take(conn, &data->grant);
+	cm_msg_announce(conn, data->app, data->app_len);
 }
 
 /* The accept private data of an outgoing connection describes the peer. */
@@ -435,21 +517,22 @@ static void cm_on_established(struct nrma_conn *conn, struct rdma_cm_event *ev)
 {
 	const struct nrma_cm_data *data = cm_data_of(ev);
 
+	if (conn->cm->attr.msg) {
+		cm_on_msg_established(conn, ev);
+		return;
+	}
 	/* The endpoint we meant to reach answers (maybe by another of its
 	 * host's addresses), in our protocol. */
 	if (conn->outgoing &&
 	    (!data || nrma_cm_data_version(data) != NRMA_PROTOCOL_VERSION ||
-	     !nrma_cm_data_grants(data) ||
+	     !nrma_cm_grant_valid(&data->grant) ||
 	     data->name.sin_port != conn->peer.sin_port)) {
 		nrma_conn_fail(conn, -FI_EOTHER);
 		return;
 	}
 	if (conn->outgoing)
-		cm_conn_data_take(conn, data);
-	if (conn->state == NRMA_CONN_CONNECTING) {
-		conn->state = NRMA_CONN_CONNECTED;
-		conn->established = true;
-	}
+		cm_conn_grant_take(conn, &data->grant);
+	cm_conn_up(conn);
 }
 
 static void cm_reject(struct nrma_cm *cm, struct rdma_cm_id *id,
@@ -506,7 +589,7 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 	bool self;
 
 	if (!req || nrma_cm_data_version(req) != NRMA_PROTOCOL_VERSION ||
-	    !nrma_cm_data_grants(req)) {
+	    !nrma_cm_grant_valid(&req->grant)) {
 		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
 	}
@@ -534,7 +617,7 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_ID;
 	}
-	cm_conn_data_take(conn, req);
+	cm_conn_grant_take(conn, &req->grant);
 	conn->loopback = self;
 	if (existing)
 		cm_replace(conn, existing);
@@ -543,7 +626,7 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 		return NRMA_CM_DESTROY_CONN;
 	}
 	cm_conn_data_init(conn, &data);
-	param = cm_conn_param(cm, &data);
+	param = cm_conn_param(cm, &data, sizeof(data));
 	if (rdma_accept(ev->id, &param)) {
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_CONN;
@@ -559,10 +642,22 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
  */
 void nrma_conn_heard(struct nrma_conn *conn)
 {
-	if (conn->state == NRMA_CONN_CONNECTING && !conn->outgoing) {
-		conn->state = NRMA_CONN_CONNECTED;
-		conn->established = true;
-	}
+	if (!conn->outgoing)
+		cm_conn_up(conn);
+}
+
+/* A MSG peer's refusal is final; what it said goes to the application. */
+static void cm_on_msg_rejected(struct nrma_conn *conn,
+			       const struct rdma_cm_event *ev)
+{
+	const struct nrma_cm_msg_data *data = nrma_cm_msg_data_parse(
+		ev->param.conn.private_data, ev->param.conn.private_data_len);
+	struct nrma_cm *cm = conn->cm;
+
+	cm->app_len = data ? data->app_len : 0;
+	if (cm->app_len)
+		memcpy(cm->app, data->app, cm->app_len);
+	nrma_conn_fail(conn, -FI_ECONNREFUSED);
 }
 
 /*
@@ -580,6 +675,10 @@ static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 					     NRMA_REJECT_NONE;
 	bool again = why == NRMA_REJECT_COLLISION || why == NRMA_REJECT_BUSY;
 
+	if (conn->cm->attr.msg) {
+		cm_on_msg_rejected(conn, ev);
+		return NRMA_CM_KEEP;
+	}
 	if ((!data || again) &&
 	    now_ms() - conn->started < NRMA_CONNECT_PATIENCE_MS) {
 		conn->state = NRMA_CONN_FAILED; /* to be tried again */
@@ -619,6 +718,11 @@ static enum nrma_cm_cleanup cm_handle_event(struct nrma_cm *cm,
 		nrma_conn_fail(conn, -FI_EHOSTUNREACH);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/* A peer that leaves an accepted connection had it up, though
+		 * our ESTABLISHED may never come (its RTU was lost). */
+		if (cm->attr.msg && !conn->outgoing)
+			cm_msg_announce(conn, NULL, 0);
+		/* fall through */
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		/* What the peer sent before it left (ACKs) counts. */
 		cm->attr.ops->drain(cm->attr.arg);
@@ -650,6 +754,123 @@ void nrma_cm_progress(struct nrma_cm *cm)
 	nrma_cm_reap(cm);
 }
 
+/* FI_EP_MSG: one connection, made by fi_connect or fi_accept. */
+
+struct nrma_conn *nrma_cm_msg_conn(struct nrma_cm *cm)
+{
+	return nrma_conn_table_by_addr(&cm->table, NRMA_CM_MSG_ADDR);
+}
+
+/* A new connection is the endpoint's one, under NRMA_CM_MSG_ADDR. */
+static int cm_msg_conn_add(struct nrma_cm *cm, struct rdma_cm_id *id,
+			   const struct sockaddr_in *peer, bool outgoing,
+			   struct nrma_conn **connp)
+{
+	struct nrma_conn *conn = conn_alloc(cm, id, peer, outgoing);
+
+	if (!conn)
+		return -FI_ENOMEM;
+	conn->started = now_ms();
+	*connp = conn;
+	return nrma_conn_table_map(&cm->table, conn, NRMA_CM_MSG_ADDR);
+}
+
+int nrma_cm_connect(struct nrma_cm *cm, const struct sockaddr_in *dest,
+		    const void *app, size_t len)
+{
+	struct rdma_cm_id *id = cm->listen_id;
+	struct nrma_conn *conn = NULL;
+	int ret;
+
+	if (!id || nrma_cm_msg_conn(cm))
+		return -FI_EOPBADSTATE;
+	cm->app_len = len < sizeof(cm->app) ? len : sizeof(cm->app);
+	if (cm->app_len)
+		memcpy(cm->app, app, cm->app_len);
+	cm->listen_id = NULL; /* the connection's from now on */
+	ret = cm_msg_conn_add(cm, id, dest, true, &conn);
+	if (!ret && rdma_resolve_addr(id, NULL, (struct sockaddr *) dest,
+				      NRMA_CM_TIMEOUT_MS))
+		ret = -errno;
+	if (ret && conn)
+		conn_destroy(conn);
+	else if (ret)
+		rdma_destroy_id(id);
+	return ret;
+}
+
+/* Takes the request's id: its events come to this endpoint from now on. */
+int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
+		   size_t len)
+{
+	uint8_t data[NRMA_CM_REQ_DATA_MAX];
+	struct rdma_conn_param param;
+	struct nrma_conn *conn = NULL;
+	int ret;
+
+	if (nrma_cm_msg_conn(cm) || !req->id)
+		return -FI_EOPBADSTATE;
+	if (rdma_migrate_id(req->id, cm->channel))
+		return -errno;
+	ret = cm_msg_conn_add(cm, req->id, &req->peer, false, &conn);
+	if (conn)
+		req->id = NULL;
+	if (!ret) {
+		cm_conn_grant_take(conn, &req->grant);
+		ret = conn_create_qp(conn);
+	}
+	if (!ret) {
+		param = cm_conn_param(cm, data,
+				      cm_conn_data(conn, app, len, data));
+		if (rdma_accept(conn->id, &param))
+			ret = -errno;
+	}
+	if (ret && conn) {
+		rdma_reject(conn->id, NULL, 0);
+		conn_destroy(conn);
+	}
+	return ret;
+}
+
+/* Ends the connection; the endpoint hears of it as of any failure. */
+void nrma_cm_shutdown(struct nrma_cm *cm)
+{
+	struct nrma_conn *conn = nrma_cm_msg_conn(cm);
+
+	if (conn)
+		nrma_conn_fail(conn, -FI_ECONNRESET);
+}
+
+int nrma_cm_peer(struct nrma_cm *cm, struct sockaddr_in *peer)
+{
+	struct nrma_conn *conn = nrma_cm_msg_conn(cm);
+
+	if (!conn || !conn->established)
+		return -FI_EOPBADSTATE;
+	*peer = conn->peer;
+	return 0;
+}
+
+size_t nrma_cm_reject_data(const struct nrma_cm *cm, const void **app)
+{
+	*app = cm->app;
+	return cm->app_len;
+}
+
+int nrma_cm_bind_id(struct nrma_cm *cm, struct rdma_cm_id *id)
+{
+	if (rdma_migrate_id(id, cm->channel)) {
+		int ret = -errno;
+
+		rdma_destroy_id(id);
+		return ret;
+	}
+	if (cm->listen_id)
+		rdma_destroy_id(cm->listen_id);
+	cm->listen_id = id;
+	return 0;
+}
+
 void nrma_cm_close(struct nrma_cm *cm)
 {
 	struct nrma_dlist *item;
@@ -658,7 +879,8 @@ void nrma_cm_close(struct nrma_cm *cm)
 	       (item = cm->retired.next) != &cm->retired)
 		conn_destroy(nrma_container_of(item, struct nrma_conn, link));
 	nrma_conn_table_fini(&cm->table);
-	rdma_destroy_id(cm->listen_id);
+	if (cm->listen_id)
+		rdma_destroy_id(cm->listen_id);
 	rdma_destroy_event_channel(cm->channel);
 	free(cm);
 }

@@ -22,6 +22,7 @@
 #include "nrma_credit.h"
 #include "nrma_hash.h"
 #include "nrma_list.h"
+#include "nrma_proto.h"
 
 struct nrma_cm;
 struct nrma_notify_cell;
@@ -70,6 +71,7 @@ struct nrma_conn {
 	int error; /* why it failed */
 	bool outgoing;
 	bool established;	 /* it was up once */
+	bool announced;		 /* FI_EP_MSG: the endpoint heard it is up */
 	bool loopback;		 /* our own request: we receive on it */
 	struct sockaddr_in peer; /* the peer endpoint's name */
 	fi_addr_t fi_addr;	 /* FI_ADDR_NOTAVAIL until known */
@@ -156,6 +158,9 @@ struct nrma_cm_ops {
 	int (*conn_open)(void *arg, struct nrma_conn *conn);
 	/* conn is being freed: nothing uses it any more. */
 	void (*conn_close)(void *arg, struct nrma_conn *conn);
+	/* FI_EP_MSG: conn is up; the peer's accept data, if we connected. */
+	void (*connected)(void *arg, struct nrma_conn *conn, const void *app,
+			  size_t len);
 };
 
 /* Fixed when the endpoint is enabled. */
@@ -171,16 +176,21 @@ struct nrma_cm_attr {
 	uint32_t keytab_slots;
 	const struct nrma_cm_ops *ops;
 	void *arg;
+	bool msg; /* FI_EP_MSG: one connection, made by the application */
 };
 
-/* Binds a listening id to addr (port 0: any), so the name is known. */
+/*
+ * Binds a listening id to addr (port 0: any), so the name is known; with
+ * addr NULL, none (a MSG endpoint that will accept a request).
+ */
 int nrma_cm_open(const struct sockaddr_in *addr, struct nrma_cm **cm);
 /* Destroys every connection and the listener; reports nothing. */
 void nrma_cm_close(struct nrma_cm *cm);
 int nrma_cm_name(struct nrma_cm *cm, struct sockaddr_in *name);
 /* Binds to another address; only before nrma_cm_listen. */
 int nrma_cm_rebind(struct nrma_cm *cm, const struct sockaddr_in *addr);
-int nrma_cm_listen(struct nrma_cm *cm, const struct nrma_cm_attr *attr);
+/* Fixes attr; an RDM endpoint's listener starts to listen. */
+int nrma_cm_enable(struct nrma_cm *cm, const struct nrma_cm_attr *attr);
 /* Readable when connection events wait for nrma_cm_progress. */
 int nrma_cm_fd(const struct nrma_cm *cm);
 void nrma_cm_progress(struct nrma_cm *cm);
@@ -197,6 +207,62 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
 			  fi_addr_t fi_addr);
 struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num);
+/*
+ * FI_EP_MSG (fi_cm(3)): an endpoint's one connection, under fi_addr_t
+ * NRMA_CM_MSG_ADDR.  Its events reach the endpoint through connected and
+ * conn_failed; a refusal leaves the peer's reject data with the cm.
+ */
+#define NRMA_CM_MSG_ADDR 0
+
+/* A connection request to a passive endpoint (nrma_cm_listen.c). */
+struct nrma_cm_req {
+	struct rdma_cm_id *id; /* NULL once an endpoint took it */
+	struct nrma_cm_grant grant;
+	struct sockaddr_in peer;
+	struct sockaddr_in local;
+	uint8_t app[NRMA_CM_MSG_APP_MAX];
+	size_t app_len;
+};
+
+struct nrma_conn *nrma_cm_msg_conn(struct nrma_cm *cm);
+/* Connects the bound id to dest with the application's data (once). */
+int nrma_cm_connect(struct nrma_cm *cm, const struct sockaddr_in *dest,
+		    const void *app, size_t len);
+int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
+		   size_t len);
+void nrma_cm_shutdown(struct nrma_cm *cm);
+/* The peer of an established connection. */
+int nrma_cm_peer(struct nrma_cm *cm, struct sockaddr_in *peer);
+/* What the peer said when it refused us. */
+size_t nrma_cm_reject_data(const struct nrma_cm *cm, const void **app);
+/* Makes id, a passive endpoint's, the bound one (fi_info handle). */
+int nrma_cm_bind_id(struct nrma_cm *cm, struct rdma_cm_id *id);
+
+/*
+ * A passive endpoint's listener (nrma_cm_listen.c): requests that carry
+ * MSG connect data go to on_request, which keeps a copy (else it returns
+ * an error, and the request is refused).  Each is answered with
+ * nrma_cm_accept or nrma_cm_req_reject; nrma_cm_req_done releases what
+ * is left of it.
+ */
+struct nrma_cm_listener;
+typedef int (*nrma_cm_request_fn)(void *arg, const struct nrma_cm_req *req);
+
+int nrma_cm_listener_open(const struct sockaddr_in *addr,
+			  struct nrma_cm_listener **listener);
+void nrma_cm_listener_close(struct nrma_cm_listener *l);
+int nrma_cm_listener_name(struct nrma_cm_listener *l, struct sockaddr_in *name);
+int nrma_cm_listener_rebind(struct nrma_cm_listener *l,
+			    const struct sockaddr_in *addr);
+int nrma_cm_listener_listen(struct nrma_cm_listener *l, int backlog,
+			    nrma_cm_request_fn on_request, void *arg);
+/* Hands the bound id over (an active endpoint takes the address). */
+struct rdma_cm_id *nrma_cm_listener_release(struct nrma_cm_listener *l);
+int nrma_cm_listener_fd(const struct nrma_cm_listener *l);
+void nrma_cm_listener_progress(struct nrma_cm_listener *l);
+int nrma_cm_req_reject(struct nrma_cm_req *req, const void *app, size_t len);
+void nrma_cm_req_done(struct nrma_cm_req *req);
+
 /* Marks conn failed (once) and reports it. */
 void nrma_conn_fail(struct nrma_conn *conn, int error);
 /* The peer sent on an accepted connection: it is up. */

@@ -98,7 +98,7 @@ static void domain_async_report(struct nrma_ep *ep, int err, int prov_errno)
 
 	NRMA_WARN(FI_LOG_EP_CTRL, "endpoint broken by a device event: %s\n",
 		  fi_strerror(err));
-	if (eq && nrma_eq_report_err(eq, &entry))
+	if (eq && nrma_eq_report_err(eq, &entry, NULL, 0))
 		NRMA_WARN(FI_LOG_EQ, "EQ full: device event not reported\n");
 }
 
@@ -117,7 +117,7 @@ static int domain_resources_open(struct nrma_domain *domain,
 			       &domain->keytab);
 	if (ret)
 		goto err_notify;
-	ret = nrma_cm_thread_open(domain, domain_async_report,
+	ret = nrma_cm_thread_open(domain->verbs, domain_async_report,
 				  &domain->cm_thread);
 	if (ret)
 		goto err_keytab;

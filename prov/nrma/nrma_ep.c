@@ -136,8 +136,10 @@ static int ep_bind_locked(struct nrma_ep *ep, struct fid *bfid, uint64_t flags)
 		return ep_bind_cq(ep, nrma_cq_of_fid(bfid), flags);
 	case FI_CLASS_CNTR:
 		return ep_bind_cntr(ep, nrma_cntr_of_fid(bfid), flags);
-	case FI_CLASS_AV:
-		return ep_bind_av(ep, nrma_av_of_fid(bfid), flags);
+	case FI_CLASS_AV: /* a connected endpoint knows its one peer */
+		return nrma_ep_is_msg(ep) ?
+			       -FI_EINVAL :
+			       ep_bind_av(ep, nrma_av_of_fid(bfid), flags);
 	case FI_CLASS_EQ:
 		return ep_bind_eq(ep, nrma_eq_of_fid(bfid), flags);
 	default:
@@ -158,12 +160,17 @@ static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return ret;
 }
 
-/* Each direction needs somewhere to report completions. */
+/*
+ * Each direction needs somewhere to report completions; an RDM endpoint
+ * needs an AV, a connected one an EQ for its connection's events.
+ */
 static int ep_enable_check(const struct nrma_ep *ep)
 {
 	if (ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (!ep->av)
+	if (nrma_ep_is_msg(ep) && !ep->eq)
+		return -FI_ENOEQ;
+	if (!nrma_ep_is_msg(ep) && !ep->av)
 		return -FI_ENOAV;
 	if (!ep->tx_cq && !ep->send_cntr && !ep->read_cntr && !ep->write_cntr)
 		return -FI_ENOCQ;
@@ -213,19 +220,22 @@ static struct nrma_cm_attr ep_cm_attr(struct nrma_ep *ep)
 		.notify_rkey = nrma_remote_cntrs_rkey(&ep->remote),
 		.keytab_rkey = nrma_keytab_rkey(ep->domain->keytab),
 		.keytab_slots = nrma_keytab_slots(ep->domain->keytab),
-		.ops = &nrma_progress_cm_ops,
+		.ops = nrma_ep_is_msg(ep) ? &nrma_ep_conn_cm_ops :
+					    &nrma_progress_cm_ops,
 		.arg = ep,
+		.msg = nrma_ep_is_msg(ep),
 	};
 }
 
-static int ep_enable(struct nrma_ep *ep)
+int nrma_ep_enable(struct nrma_ep *ep)
 {
 	struct nrma_cm_attr attr;
 	int ret;
 
 	pthread_mutex_lock(&ep->lock);
 	ret = ep_enable_check(ep);
-	if (!ret)
+	/* An RDM endpoint's name goes to peers in its connection data. */
+	if (!ret && !nrma_ep_is_msg(ep))
 		ret = nrma_cm_name(ep->cm, &ep->name);
 	pthread_mutex_unlock(&ep->lock);
 	if (!ret)
@@ -233,7 +243,7 @@ static int ep_enable(struct nrma_ep *ep)
 	pthread_mutex_lock(&ep->lock);
 	attr = ep_cm_attr(ep);
 	if (!ret)
-		ret = nrma_cm_listen(ep->cm, &attr);
+		ret = nrma_cm_enable(ep->cm, &attr);
 	pthread_mutex_unlock(&ep->lock);
 	/* The thread takes its lock before ours (nrma.h): not under ours. */
 	if (!ret)
@@ -269,7 +279,7 @@ static int nrma_ep_control(struct fid *fid, int command, void *arg)
 		nrma_path_of(nrma_container_of(fid, struct fid_ep, fid));
 
 	if (command == FI_ENABLE)
-		return ep_enable(path->ep);
+		return nrma_ep_enable(path->ep);
 	return ep_path_control(path, command, arg);
 }
 
@@ -360,11 +370,10 @@ static struct fi_ops nrma_ep_fi_ops = {
 	.ops_open = nrma_ep_ops_open,
 };
 
-static int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
+int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	struct sockaddr_in name;
-	size_t room;
 	int ret;
 
 	if (!addrlen)
@@ -372,18 +381,11 @@ static int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 	pthread_mutex_lock(&ep->lock);
 	ret = nrma_cm_name(ep->cm, &name);
 	pthread_mutex_unlock(&ep->lock);
-	if (ret)
-		return ret;
-	room = *addrlen;
-	*addrlen = sizeof(name);
-	if (room < sizeof(name))
-		return -FI_ETOOSMALL;
-	memcpy(addr, &name, sizeof(name));
-	return 0;
+	return ret ? ret : nrma_addr_give(&name, addr, addrlen);
 }
 
 /* Rebinds the listener; only before fi_enable, while nobody knows us. */
-static int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen)
+int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	int ret;
@@ -469,7 +471,8 @@ static void ep_path_init(struct nrma_ep_path *path, struct fi_ops *fi_ops,
 	path->ep_fid.fid.context = context;
 	path->ep_fid.fid.ops = fi_ops;
 	path->ep_fid.ops = &nrma_ep_ops;
-	path->ep_fid.cm = &nrma_ep_cm_ops;
+	path->ep_fid.cm = nrma_ep_is_msg(path->ep) ? &nrma_ep_conn_ops :
+						     &nrma_ep_cm_ops;
 	path->ep_fid.msg = &nrma_msg_ops;
 	path->ep_fid.rma = &nrma_rma_ops;
 	path->ep_fid.tagged = &nrma_tagged_ops;
@@ -535,7 +538,8 @@ static int ep_info_check(const struct nrma_domain *domain,
 			 const struct fi_info *info)
 {
 	if (!info || !info->ep_attr || !info->tx_attr || !info->rx_attr ||
-	    info->ep_attr->type != FI_EP_RDM ||
+	    (info->ep_attr->type != FI_EP_RDM &&
+	     info->ep_attr->type != FI_EP_MSG) ||
 	    (info->tx_attr->op_flags & ~NRMA_TX_OP_FLAGS) ||
 	    (info->rx_attr->op_flags & ~NRMA_RX_OP_FLAGS))
 		return -FI_EINVAL;
@@ -550,21 +554,44 @@ static int ep_info_check(const struct nrma_domain *domain,
 	return 0;
 }
 
-static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
+/*
+ * An endpoint's rdmacm side: bound to its source address, or, for one
+ * that will accept a request, nothing yet (fi_accept takes the request's
+ * id), or the address of the passive endpoint its info hands over.
+ */
+static int ep_cm_open(struct nrma_ep *ep, const struct fi_info *info)
 {
 	struct sockaddr_in src = ep->domain->device->addr;
+	struct rdma_cm_id *id;
 	int ret;
 
 	src.sin_port = 0;
 	if (info->src_addr)
 		memcpy(&src, info->src_addr, sizeof(src));
+	if (!nrma_ep_is_msg(ep) || !info->handle)
+		return nrma_cm_open(&src, &ep->cm);
+	if (nrma_connreq_of(info->handle))
+		return nrma_cm_open(NULL, &ep->cm);
+	id = nrma_pep_release(info->handle);
+	if (!id)
+		return -FI_EINVAL;
+	ret = nrma_cm_open(NULL, &ep->cm);
+	if (!ret)
+		ret = nrma_cm_bind_id(ep->cm, id);
+	return ret;
+}
+
+static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
+{
+	int ret;
+
 	ep->path = (struct nrma_ep_path){
 		.ep = ep,
 		.tx_op_flags = info->tx_attr->op_flags,
 		.rx_op_flags = info->rx_attr->op_flags,
 	};
 	nrma_ep_opt_init(ep);
-	ret = nrma_cm_open(&src, &ep->cm);
+	ret = ep_cm_open(ep, info);
 	if (ret)
 		return ret;
 	ret = nrma_verbs_ep_open(ep->domain->verbs, nrma_xfer_cq_size(info),

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nrma.h"
+#include "nrma_proto.h"
 
 /*
  * The per-class sizes of libfabric 2.0 (fi_endpoint.h), numbered as
@@ -143,6 +144,7 @@ void nrma_ep_opt_init(struct nrma_ep *ep)
 
 	ep->min_multi_recv = NRMA_DEFAULT_MIN_MULTI_RECV;
 	ep->hmem_p2p = FI_HMEM_P2P_ENABLED;
+	ep->cm_data_size = nrma_ep_is_msg(ep) ? NRMA_CM_MSG_APP_MAX : 0;
 	for (int c = 0; c < NRMA_XFER_CLASSES; c++) {
 		ep->max_size[c] = opt_class_max(c, info->ep_attr->max_msg_size);
 		ep->inject_size[c] =

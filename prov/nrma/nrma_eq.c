@@ -17,7 +17,7 @@ struct nrma_eq_event {
 	size_t len;
 	union {
 		struct fi_eq_err_entry err;
-		uint8_t data[sizeof(struct fi_eq_cm_entry)];
+		uint8_t data[sizeof(struct fi_eq_err_entry)];
 	} u;
 	/* Larger application entries continue here. */
 	uint8_t extra[];
@@ -66,15 +66,39 @@ int nrma_eq_report(struct nrma_eq *eq, uint32_t event,
 	return eq_write_event(eq, event, entry, sizeof(*entry));
 }
 
-int nrma_eq_report_err(struct nrma_eq *eq, const struct fi_eq_err_entry *err)
+int nrma_eq_report_cm(struct nrma_eq *eq, uint32_t event,
+		      const struct fi_eq_cm_entry *entry, const void *data,
+		      size_t len)
 {
-	struct nrma_eq_event *ev = event_alloc(sizeof(*err));
+	struct nrma_eq_event *ev = event_alloc(sizeof(*entry) + len);
 
+	if (!ev)
+		return -FI_ENOMEM;
+	ev->event = event;
+	ev->len = sizeof(*entry) + len;
+	memcpy(ev->u.data, entry, sizeof(*entry));
+	if (len)
+		memcpy(ev->u.data + sizeof(*entry), data, len);
+	return eq_push(eq, ev);
+}
+
+int nrma_eq_report_err(struct nrma_eq *eq, const struct fi_eq_err_entry *err,
+		       const void *data, size_t len)
+{
+	struct nrma_eq_event *ev;
+
+	if (len > NRMA_EQ_ERR_DATA_MAX)
+		len = NRMA_EQ_ERR_DATA_MAX;
+	ev = event_alloc(sizeof(*err) + len);
 	if (!ev)
 		return -FI_ENOMEM;
 	ev->is_error = true;
 	ev->len = sizeof(*err);
 	ev->u.err = *err;
+	ev->u.err.err_data = NULL;
+	ev->u.err.err_data_size = len;
+	if (len)
+		memcpy(ev->u.data + sizeof(*err), data, len);
 	return eq_push(eq, ev);
 }
 
@@ -139,6 +163,38 @@ out:
 	return ret;
 }
 
+/*
+ * An error entry, with its data (the peer's reject data) where the
+ * application's err_data buffer says (fi_eq(3)), or, if it gives none,
+ * in the EQ's own buffer until the next fi_eq_readerr.  Callers of API
+ * 1.4 and older know no err_data.
+ */
+static ssize_t eq_err_copy(struct nrma_eq *eq, const struct nrma_eq_event *ev,
+			   struct fi_eq_err_entry *buf)
+{
+	size_t full = sizeof(*buf);
+	size_t size = nrma_err_entry_size(
+		eq->fabric->api_version, full,
+		offsetof(struct fi_eq_err_entry, err_data_size));
+	size_t len = ev->u.err.err_data_size;
+	const uint8_t *data = ev->u.data + sizeof(ev->u.err);
+	void *user = size == full ? buf->err_data : NULL;
+	size_t room = user ? buf->err_data_size : 0;
+
+	memcpy(buf, &ev->u.err, size);
+	if (size < full)
+		return size;
+	if (!len) {
+		buf->err_data = NULL;
+	} else if (room) {
+		buf->err_data_size = len < room ? len : room;
+		buf->err_data = memcpy(user, data, buf->err_data_size);
+	} else {
+		buf->err_data = memcpy(eq->err_data, data, len);
+	}
+	return size;
+}
+
 static ssize_t nrma_eq_readerr(struct fid_eq *eq_fid,
 			       struct fi_eq_err_entry *buf, uint64_t flags)
 {
@@ -153,11 +209,7 @@ static ssize_t nrma_eq_readerr(struct fid_eq *eq_fid,
 		ev = nrma_container_of(eq->events.next, struct nrma_eq_event,
 				       link);
 		if (ev->is_error) {
-			ret = nrma_err_entry_size(
-				eq->fabric->api_version, sizeof(*buf),
-				offsetof(struct fi_eq_err_entry,
-					 err_data_size));
-			memcpy(buf, &ev->u.err, ret);
+			ret = eq_err_copy(eq, ev, buf);
 			eq_consume(eq, ev, flags);
 		}
 	}

@@ -11,8 +11,24 @@ static int nrma_fabric_close(struct fid *fid)
 
 	if (atomic_load(&fabric->ref))
 		return -FI_EBUSY;
+	if (fabric->cm_thread)
+		nrma_cm_thread_close(fabric->cm_thread);
+	pthread_mutex_destroy(&fabric->lock);
 	free(fabric);
 	return 0;
+}
+
+int nrma_fabric_cm_thread(struct nrma_fabric *fabric,
+			  struct nrma_cm_thread **thread)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&fabric->lock);
+	if (!fabric->cm_thread)
+		ret = nrma_cm_thread_open(NULL, NULL, &fabric->cm_thread);
+	*thread = fabric->cm_thread;
+	pthread_mutex_unlock(&fabric->lock);
+	return ret;
 }
 
 static int fabric_trywait_one(struct fid *fid)
@@ -50,11 +66,10 @@ static struct fi_ops nrma_fabric_fi_ops = {
 	.ops_open = nrma_no_ops_open,
 };
 
-/* RDM only: there are no passive endpoints. */
 static struct fi_ops_fabric nrma_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = nrma_domain_open,
-	.passive_ep = nrma_no_passive_ep,
+	.passive_ep = nrma_pep_open,
 	.eq_open = nrma_eq_open,
 	.wait_open = nrma_no_wait_open,
 	.trywait = nrma_fabric_trywait,
@@ -88,6 +103,7 @@ int nrma_fabric_open(struct fi_fabric_attr *attr,
 		return -FI_ENOMEM;
 	fabric->api_version = attr->api_version ? attr->api_version :
 						  NRMA_FI_VERSION;
+	pthread_mutex_init(&fabric->lock, NULL);
 	fabric->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	fabric->fabric_fid.fid.context = context;
 	fabric->fabric_fid.fid.ops = &nrma_fabric_fi_ops;

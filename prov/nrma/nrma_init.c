@@ -22,6 +22,7 @@ struct nrma_params nrma_params = {
 	.qp_depth = 64,
 	.notify_wake_ms = 1,
 	.notify_coalesce = 1,
+	.msg_ep = true,
 };
 
 static void nrma_cleanup(void)
@@ -101,6 +102,18 @@ static void nrma_define_params(void)
 		&nrma_prov, "notify_coalesce", FI_PARAM_SIZE_T,
 		"Notified writes to one peer and counter that one atomic of +n may announce; 1: an atomic each (default: %zu)",
 		nrma_params.notify_coalesce);
+	fi_param_define(
+		&nrma_prov, "msg_ep", FI_PARAM_BOOL,
+		"Offer connected endpoints (FI_EP_MSG) to FI_EP_MSG hints; libfabric then layers ofi_rxm over them as 'nrma;ofi_rxm' (default: %s)",
+		nrma_params.msg_ep ? "yes" : "no");
+}
+
+static void nrma_read_bool(const char *name, bool *value)
+{
+	int v;
+
+	if (!fi_param_get_bool(&nrma_prov, name, &v))
+		*value = v;
 }
 
 static void nrma_read_params(void)
@@ -124,6 +137,7 @@ static void nrma_read_params(void)
 			 &nrma_params.notify_wake_ms);
 	fi_param_get_size_t(&nrma_prov, "notify_coalesce",
 			    &nrma_params.notify_coalesce);
+	nrma_read_bool("msg_ep", &nrma_params.msg_ep);
 	if (!fi_param_get_str(&nrma_prov, "notify_fence", &fence)) {
 		if (!strcmp(fence, "always"))
 			nrma_params.notify_fence_always = true;

@@ -323,19 +323,47 @@ void nrma_ep_linger(struct nrma_ep *ep)
 	pthread_mutex_unlock(&ep->lock);
 }
 
+/*
+ * A connection ended by the application (fi_shutdown): what was posted
+ * on it completes, with errors, before the call returns.
+ */
+void nrma_ep_settle(struct nrma_ep *ep)
+{
+	struct nrma_conn *conn;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	pthread_mutex_lock(&ep->lock);
+	while ((conn = nrma_cm_msg_conn(ep->cm)) && conn->refs &&
+	       nrma_timeout_left(&start, NRMA_LINGER_MS))
+		nrma_progress_poll(ep);
+	pthread_mutex_unlock(&ep->lock);
+}
+
 /* Control progress */
 
 #define NRMA_CM_THREAD_BATCH 16
 
+/*
+ * What the thread watches: an endpoint's connections, or a passive
+ * endpoint's listener (handled by fn).  key is its epoll ptr.
+ */
+struct progress_watch {
+	void *key;
+	struct nrma_ep *ep;
+	void (*fn)(void *arg);
+};
+
 struct nrma_cm_thread {
 	pthread_t thread;
-	pthread_mutex_t lock; /* held while it handles an endpoint */
+	pthread_mutex_t lock; /* held while it handles what it watches */
 	int epoll_fd;
 	int stop_fd; /* in the epoll set with a NULL ptr */
-	/* The device's events: in the epoll set with the thread's ptr. */
+	/* The device's events, if any: in the epoll set with the thread's
+	 * ptr. */
 	struct nrma_verbs_domain *vdom;
 	nrma_async_report_fn report;
-	struct nrma_ep **eps; /* the endpoints it watches */
+	struct progress_watch *watches;
 	size_t count;
 	struct nrma_dlist running; /* in progress_threads while it runs */
 	pid_t pid;		   /* the process that started it */
@@ -350,23 +378,28 @@ static struct nrma_dlist progress_threads = { &progress_threads,
 					      &progress_threads };
 static pthread_mutex_t progress_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool progress_thread_watches(const struct nrma_cm_thread *t,
-				    const struct nrma_ep *ep)
+static struct progress_watch *progress_thread_watch_of(struct nrma_cm_thread *t,
+						       void *key)
 {
 	for (size_t i = 0; i < t->count; i++)
-		if (t->eps[i] == ep)
-			return true;
-	return false;
+		if (t->watches[i].key == key)
+			return &t->watches[i];
+	return NULL;
 }
 
-/* An endpoint closed since epoll_wait returned is no longer watched. */
-static void progress_thread_handle(struct nrma_cm_thread *t, struct nrma_ep *ep)
+/* What was unwatched since epoll_wait returned is left alone. */
+static void progress_thread_handle(struct nrma_cm_thread *t, void *key)
 {
+	struct progress_watch *w;
+
 	pthread_mutex_lock(&t->lock);
-	if (progress_thread_watches(t, ep)) {
-		pthread_mutex_lock(&ep->lock);
-		nrma_cm_progress(ep->cm);
-		pthread_mutex_unlock(&ep->lock);
+	w = progress_thread_watch_of(t, key);
+	if (w && w->ep) {
+		pthread_mutex_lock(&w->ep->lock);
+		nrma_cm_progress(w->ep->cm);
+		pthread_mutex_unlock(&w->ep->lock);
+	} else if (w) {
+		w->fn(key);
 	}
 	pthread_mutex_unlock(&t->lock);
 }
@@ -422,12 +455,14 @@ static void progress_device_event(struct nrma_cm_thread *reader,
 		struct nrma_cm_thread *t =
 			nrma_container_of(item, struct nrma_cm_thread, running);
 
-		if (t->pid != self ||
+		if (t->pid != self || !t->vdom ||
 		    !nrma_verbs_domain_same_device(t->vdom, reader->vdom))
 			continue;
 		pthread_mutex_lock(&t->lock);
 		for (size_t i = 0; i < t->count; i++)
-			progress_device_event_ep(t, t->eps[i], ev);
+			if (t->watches[i].ep)
+				progress_device_event_ep(t, t->watches[i].ep,
+							 ev);
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&progress_threads_lock);
@@ -522,7 +557,7 @@ static void progress_thread_free(struct nrma_cm_thread *t)
 	if (t->epoll_fd >= 0)
 		close(t->epoll_fd);
 	pthread_mutex_destroy(&t->lock);
-	free(t->eps);
+	free(t->watches);
 	free(t);
 }
 
@@ -534,15 +569,18 @@ static int progress_thread_fds(struct nrma_cm_thread *t)
 	t->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (t->epoll_fd < 0 || t->stop_fd < 0)
 		return -errno;
+	if (progress_epoll_add(t->epoll_fd, t->stop_fd, NULL))
+		return -errno;
+	if (!t->vdom)
+		return 0;
 	event_fd = nrma_verbs_domain_event_fd(t->vdom);
 	if (event_fd < 0)
 		return event_fd;
-	if (progress_epoll_add(t->epoll_fd, t->stop_fd, NULL))
-		return -errno;
 	return progress_epoll_add(t->epoll_fd, event_fd, t);
 }
 
-int nrma_cm_thread_open(struct nrma_domain *domain, nrma_async_report_fn report,
+int nrma_cm_thread_open(struct nrma_verbs_domain *vdom,
+			nrma_async_report_fn report,
 			struct nrma_cm_thread **thread)
 {
 	struct nrma_cm_thread *t = calloc(1, sizeof(*t));
@@ -552,7 +590,7 @@ int nrma_cm_thread_open(struct nrma_domain *domain, nrma_async_report_fn report,
 		return -FI_ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
 	nrma_dlist_init(&t->running);
-	t->vdom = domain->verbs;
+	t->vdom = vdom;
 	t->report = report;
 	ret = progress_thread_fds(t);
 	if (!ret)
@@ -602,38 +640,63 @@ void nrma_cm_threads_stop(void)
 		progress_thread_stop(t);
 }
 
-int nrma_cm_thread_watch(struct nrma_cm_thread *t, struct nrma_ep *ep)
+static int progress_thread_add(struct nrma_cm_thread *t, int fd,
+			       struct progress_watch w)
 {
-	struct nrma_ep **eps;
+	struct progress_watch *watches;
 	int ret;
 
 	pthread_mutex_lock(&t->lock);
-	eps = realloc(t->eps, (t->count + 1) * sizeof(*eps));
-	if (!eps) {
+	watches = realloc(t->watches, (t->count + 1) * sizeof(*watches));
+	if (!watches) {
 		ret = -FI_ENOMEM;
 		goto out;
 	}
-	t->eps = eps;
-	ret = progress_epoll_add(t->epoll_fd, nrma_cm_fd(ep->cm), ep);
+	t->watches = watches;
+	ret = progress_epoll_add(t->epoll_fd, fd, w.key);
 	if (!ret)
-		t->eps[t->count++] = ep;
+		t->watches[t->count++] = w;
 out:
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
 
-/* Once it returns, the thread is done with ep. */
-void nrma_cm_thread_unwatch(struct nrma_cm_thread *t, struct nrma_ep *ep)
+/* Once it returns, the thread is done with key. */
+static void progress_thread_del(struct nrma_cm_thread *t, int fd, void *key)
 {
+	struct progress_watch *w;
+
 	pthread_mutex_lock(&t->lock);
-	for (size_t i = 0; i < t->count; i++) {
-		if (t->eps[i] != ep)
-			continue;
-		epoll_ctl(t->epoll_fd, EPOLL_CTL_DEL, nrma_cm_fd(ep->cm), NULL);
-		t->eps[i] = t->eps[--t->count];
-		break;
+	w = progress_thread_watch_of(t, key);
+	if (w) {
+		epoll_ctl(t->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+		*w = t->watches[--t->count];
 	}
 	pthread_mutex_unlock(&t->lock);
+}
+
+int nrma_cm_thread_watch(struct nrma_cm_thread *t, struct nrma_ep *ep)
+{
+	return progress_thread_add(
+		t, nrma_cm_fd(ep->cm),
+		(struct progress_watch){ .key = ep, .ep = ep });
+}
+
+void nrma_cm_thread_unwatch(struct nrma_cm_thread *t, struct nrma_ep *ep)
+{
+	progress_thread_del(t, nrma_cm_fd(ep->cm), ep);
+}
+
+int nrma_cm_thread_watch_fn(struct nrma_cm_thread *t, int fd,
+			    void (*fn)(void *arg), void *arg)
+{
+	return progress_thread_add(
+		t, fd, (struct progress_watch){ .key = arg, .fn = fn });
+}
+
+void nrma_cm_thread_unwatch_fn(struct nrma_cm_thread *t, int fd, void *arg)
+{
+	progress_thread_del(t, fd, arg);
 }
 
 /* What connection management reports */
@@ -644,23 +707,23 @@ static void progress_conn_failed(void *arg, struct nrma_conn *conn)
 	nrma_batch_conn_failed(arg, conn);
 }
 
-static void progress_drain(void *arg)
+void nrma_progress_drain(void *arg)
 {
 	while (nrma_progress_poll(arg) > 0)
 		;
 }
 
-static void progress_probe(void *arg, struct nrma_conn *conn)
+void nrma_progress_probe(void *arg, struct nrma_conn *conn)
 {
 	nrma_probe(arg, conn);
 }
 
-static int progress_conn_open(void *arg, struct nrma_conn *conn)
+int nrma_progress_conn_open(void *arg, struct nrma_conn *conn)
 {
 	return nrma_credit_conn_open(arg, conn);
 }
 
-static void progress_conn_close(void *arg, struct nrma_conn *conn)
+void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)
 {
 	(void) arg;
 	nrma_credit_conn_close(conn);
@@ -669,8 +732,8 @@ static void progress_conn_close(void *arg, struct nrma_conn *conn)
 
 const struct nrma_cm_ops nrma_progress_cm_ops = {
 	.conn_failed = progress_conn_failed,
-	.drain = progress_drain,
-	.probe = progress_probe,
-	.conn_open = progress_conn_open,
-	.conn_close = progress_conn_close,
+	.drain = nrma_progress_drain,
+	.probe = nrma_progress_probe,
+	.conn_open = nrma_progress_conn_open,
+	.conn_close = nrma_progress_conn_close,
 };

@@ -19,7 +19,7 @@ void nrma_cm_data_init(struct nrma_cm_data *data,
 		.version = htons(NRMA_PROTOCOL_VERSION),
 		.reject_reason = htons(reason),
 		.name = *name,
-		.notify_rkey = notify_rkey,
+		.grant.notify_rkey = notify_rkey,
 	};
 }
 
@@ -32,9 +32,9 @@ const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len)
 	return data;
 }
 
-bool nrma_cm_data_grants(const struct nrma_cm_data *data)
+bool nrma_cm_grant_valid(const struct nrma_cm_grant *grant)
 {
-	return data->credit_rkey && data->credits_msg && data->credits_ctl;
+	return grant->credit_rkey && grant->credits_msg && grant->credits_ctl;
 }
 
 uint16_t nrma_cm_data_version(const struct nrma_cm_data *data)
@@ -45,6 +45,39 @@ uint16_t nrma_cm_data_version(const struct nrma_cm_data *data)
 enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data)
 {
 	return ntohs(data->reject_reason);
+}
+
+size_t nrma_cm_msg_data_init(void *buf, const struct nrma_cm_grant *grant,
+			     const void *app, size_t len)
+{
+	struct nrma_cm_msg_data *data = buf;
+
+	if (len > NRMA_CM_MSG_APP_MAX)
+		len = NRMA_CM_MSG_APP_MAX;
+	*data = (struct nrma_cm_msg_data){
+		.magic = htons(NRMA_CM_MSG_MAGIC),
+		.version = NRMA_PROTOCOL_VERSION,
+		.app_len = (uint8_t) len,
+	};
+	if (grant)
+		data->grant = *grant;
+	if (len)
+		memcpy(data->app, app, len);
+	return sizeof(*data) + len;
+}
+
+const struct nrma_cm_msg_data *nrma_cm_msg_data_parse(const void *buf,
+						      size_t len)
+{
+	const struct nrma_cm_msg_data *data = buf;
+
+	if (!data || len < sizeof(*data) ||
+	    ntohs(data->magic) != NRMA_CM_MSG_MAGIC ||
+	    data->version != NRMA_PROTOCOL_VERSION ||
+	    data->app_len > NRMA_CM_MSG_APP_MAX ||
+	    data->app_len > len - sizeof(*data))
+		return NULL;
+	return data;
 }
 
 /* One step of a hash of the slot's fields (splitmix64's finaliser). */

@@ -43,31 +43,79 @@ enum nrma_reject_reason {
 	NRMA_REJECT_IDENTITY,  /* the name you claim is not your address */
 };
 
-/* Connect, accept and reject private data (at most 56 bytes on IB). */
+/* rdmacm's private data of a connection request, at most, on IB. */
+#define NRMA_CM_REQ_DATA_MAX 56
+
+/*
+ * What each side of a connection grants the other, in its connect or
+ * accept data: where to bump its notification counters, its credits and
+ * their cell, and its domain's key table.
+ */
+struct nrma_cm_grant {
+	uint32_t notify_rkey;  /* its endpoint cell, 0: none */
+	uint32_t credit_rkey;  /* the connection's credit cell */
+	uint16_t credits_msg;  /* buffers kept for the peer's messages */
+	uint16_t credits_ctl;  /* and for its ACKs and write data */
+	uint32_t keytab_rkey;  /* its domain's key table, 0: none */
+	uint32_t keytab_slots; /* and how many slots it has */
+};
+
+/* Whether a grant gives credits and names their cell. */
+bool nrma_cm_grant_valid(const struct nrma_cm_grant *grant);
+
+/* RDM connect, accept and reject private data. */
 struct nrma_cm_data {
 	uint32_t magic;		 /* network byte order */
 	uint16_t version;	 /* network byte order */
 	uint16_t reject_reason;	 /* network byte order */
 	struct sockaddr_in name; /* the sender endpoint's name */
-	uint32_t notify_rkey;	 /* its endpoint cell, 0: none */
-	uint32_t credit_rkey;	 /* the connection's credit cell */
-	uint16_t credits_msg;	 /* buffers kept for the peer's messages */
-	uint16_t credits_ctl;	 /* and for its ACKs and write data */
-	uint32_t keytab_rkey;	 /* its domain's key table, 0: none */
-	uint32_t keytab_slots;	 /* and how many slots it has */
+	struct nrma_cm_grant grant;
 };
 
-_Static_assert(sizeof(struct nrma_cm_data) <= 56, "rdmacm REQ private data");
+_Static_assert(sizeof(struct nrma_cm_data) <= NRMA_CM_REQ_DATA_MAX,
+	       "rdmacm REQ private data");
 
 void nrma_cm_data_init(struct nrma_cm_data *data,
 		       const struct sockaddr_in *name, uint32_t notify_rkey,
 		       enum nrma_reject_reason reason);
 /* The private data in buf if it is nrma's (of any version), else NULL. */
 const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len);
-/* Whether connect or accept data grants credits and names their cell. */
-bool nrma_cm_data_grants(const struct nrma_cm_data *data);
 uint16_t nrma_cm_data_version(const struct nrma_cm_data *data);
 enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data);
+
+/*
+ * FI_EP_MSG connect, accept and reject private data: a short header, then
+ * the application's connection data (fi_connect, fi_accept, fi_reject).
+ * An endpoint knows its one peer by the connection: no name, no
+ * collisions.  A reject's grant is zero.
+ */
+#define NRMA_CM_MSG_MAGIC 0x6e6d /* "nm" */
+
+struct nrma_cm_msg_data {
+	uint16_t magic;	 /* network byte order */
+	uint8_t version; /* NRMA_PROTOCOL_VERSION */
+	uint8_t app_len; /* application bytes that follow */
+	struct nrma_cm_grant grant;
+	uint8_t app[];
+};
+
+/* Application bytes that fit in any connect, accept or reject. */
+#define NRMA_CM_MSG_APP_MAX \
+	(NRMA_CM_REQ_DATA_MAX - sizeof(struct nrma_cm_msg_data))
+
+/*
+ * Fills buf (room for NRMA_CM_REQ_DATA_MAX bytes) with a header and the
+ * application's len bytes (at most NRMA_CM_MSG_APP_MAX); returns the
+ * private data length.
+ */
+size_t nrma_cm_msg_data_init(void *buf, const struct nrma_cm_grant *grant,
+			     const void *app, size_t len);
+/*
+ * The header in buf if it is a FI_EP_MSG one of our protocol version
+ * whose application bytes lie within len, else NULL.
+ */
+const struct nrma_cm_msg_data *nrma_cm_msg_data_parse(const void *buf,
+						      size_t len);
 
 enum nrma_hdr_op {
 	NRMA_HDR_EAGER = 1,

@@ -232,7 +232,7 @@ fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	fi_addr_t fi_addr;
 
-	if (conn->fi_addr != FI_ADDR_NOTAVAIL)
+	if (conn->fi_addr != FI_ADDR_NOTAVAIL || !ep->av)
 		return conn->fi_addr;
 	fi_addr = nrma_addr_table_find(&ep->av->table, &conn->peer);
 	if (fi_addr != FI_ADDR_NOTAVAIL)
@@ -249,7 +249,10 @@ fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn)
 
 /* Transmits */
 
-/* The connection to dest, once it is up.  Called with ep->lock held. */
+/*
+ * The connection to dest, once it is up; a connected endpoint's one, and
+ * dest means nothing.  Called with ep->lock held.
+ */
 static int xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
 			   struct nrma_conn **conn)
 {
@@ -257,6 +260,12 @@ static int xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	if (nrma_ep_is_msg(ep)) {
+		*conn = nrma_cm_msg_conn(ep->cm);
+		return *conn && (*conn)->state == NRMA_CONN_CONNECTED ?
+			       0 :
+			       -FI_ENOTCONN;
+	}
 	if (nrma_addr_table_get(&ep->av->table, dest, &peer))
 		return -FI_EINVAL;
 	return nrma_conn_get(ep->cm, dest, &peer, conn);

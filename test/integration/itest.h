@@ -24,6 +24,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_ext_nrma.h>
 
 #define ITEST_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
@@ -83,13 +84,16 @@ static inline const char *itest_fabric(void)
 	return itest_env("NRMA_TEST_FABRIC", "10.9.9.0/24");
 }
 
-/* Hints that select this provider's RDM endpoints; fi_freeinfo them. */
+/*
+ * Hints that select this provider's RDM endpoints, not ofi_rxm's over its
+ * FI_EP_MSG ones; fi_freeinfo them.
+ */
 static inline struct fi_info *itest_hints(void)
 {
 	struct fi_info *hints = fi_allocinfo();
 
 	CHECK(hints != NULL);
-	hints->fabric_attr->prov_name = strdup("nrma");
+	hints->fabric_attr->prov_name = strdup(FI_NRMA_PROV_NAME_NATIVE);
 	CHECK(hints->fabric_attr->prov_name != NULL);
 	hints->ep_attr->type = FI_EP_RDM;
 	/* What RMA targets need; with mr_mode 0 the provider offers no RMA. */

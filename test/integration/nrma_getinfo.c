@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_getinfo: what the provider offers, and how it honours hints. */
+#include <stdbool.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "itest.h"
 
 static void check_attrs(const struct fi_info *info)
@@ -72,9 +76,19 @@ static void check_unmet(void)
 	struct fi_info *hints, *info = NULL;
 
 	hints = itest_hints();
-	hints->ep_attr->type = FI_EP_MSG;
+	hints->ep_attr->type = FI_EP_DGRAM;
 	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
 		  -FI_ENODATA);
+	/* Connected endpoints have one peer: no FI_SOURCE. */
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_SOURCE;
+	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
+		  -FI_ENODATA);
+	hints->caps = FI_MSG | FI_RMA_EVENT;
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	CHECK(info->ep_attr->type == FI_EP_MSG && !info->next);
+	fi_freeinfo(info);
+	info = NULL;
 	fi_freeinfo(hints);
 
 	/* An application that supports no mr_mode bits gets messaging only. */
@@ -159,12 +173,68 @@ static void check_dest(void)
 	fi_freeinfo(hints);
 }
 
-int main(void)
+/*
+ * libfabric layers ofi_rxm over a provider with FI_EP_MSG endpoints: the
+ * plain name may bring "nrma;ofi_rxm" first, the native name never, and
+ * FI_NRMA_MSG_EP=0 (msg_ep false) takes both the layering and
+ * FI_EP_MSG away.
+ */
+static void check_layering(bool msg_ep)
 {
+	struct fi_info *hints = itest_hints(), *info;
+	bool native = false, layered = false;
+
+	free(hints->fabric_attr->prov_name);
+	hints->fabric_attr->prov_name = strdup(FI_NRMA_PROV_NAME);
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	for (const struct fi_info *i = info; i; i = i->next) {
+		native |= !strcmp(i->fabric_attr->prov_name, "nrma");
+		layered |= !strcmp(i->fabric_attr->prov_name, "nrma;ofi_rxm");
+	}
+	CHECK(native);
+	CHECK(layered == msg_ep);
+	fi_freeinfo(info);
+	hints->ep_attr->type = FI_EP_MSG;
+	if (msg_ep) {
+		CHECK_OK(
+			fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+		fi_freeinfo(info);
+	} else {
+		CHECK_RET(
+			fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
+			-FI_ENODATA);
+	}
+	fi_freeinfo(hints);
+}
+
+/* The same program under FI_NRMA_MSG_EP=0, read when the provider loads. */
+static void check_without_msg(const char *self)
+{
+	pid_t pid = fork();
+	int status;
+
+	CHECK(pid >= 0);
+	if (!pid) {
+		setenv("FI_NRMA_MSG_EP", "0", 1);
+		execl(self, self, "--no-msg", (char *) NULL);
+		_exit(127);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--no-msg")) {
+		check_layering(false);
+		return 0;
+	}
 	check_plain();
 	check_unmet();
 	check_source();
 	check_dest();
+	check_layering(true);
+	check_without_msg(argv[0]);
 	itest_pass("nrma_getinfo");
 	return 0;
 }

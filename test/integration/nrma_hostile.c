@@ -176,9 +176,9 @@ static enum rdma_cm_event_type fake_connect(struct fake *f,
 	const struct nrma_cm_data *reply;
 
 	nrma_cm_data_init(&data, name, 0, NRMA_REJECT_NONE);
-	data.credit_rkey = f->cell_mr->rkey;
-	data.credits_msg = FAKE_CREDITS_MSG;
-	data.credits_ctl = FAKE_CREDITS_CTL;
+	data.grant.credit_rkey = f->cell_mr->rkey;
+	data.grant.credits_msg = FAKE_CREDITS_MSG;
+	data.grant.credits_ctl = FAKE_CREDITS_CTL;
 	CHECK(!rdma_connect(f->id, &param));
 	ev = fake_event(f);
 	type = ev->event;
@@ -186,8 +186,8 @@ static enum rdma_cm_event_type fake_connect(struct fake *f,
 				   ev->param.conn.private_data_len);
 	*reason = reply ? (int) nrma_cm_data_reason(reply) : -1;
 	if (reply && type == RDMA_CM_EVENT_ESTABLISHED) {
-		f->credit[NRMA_CREDIT_MSG].grant = reply->credits_msg;
-		f->credit[NRMA_CREDIT_CTL].grant = reply->credits_ctl;
+		f->credit[NRMA_CREDIT_MSG].grant = reply->grant.credits_msg;
+		f->credit[NRMA_CREDIT_CTL].grant = reply->grant.credits_ctl;
 	}
 	rdma_ack_cm_event(ev);
 	return type;

@@ -148,7 +148,7 @@ static int setup(void **state)
 static int match(uint32_t version, const struct fi_info *hints,
 		 struct fi_info **out)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev);
+	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 	int ret;
 
 	assert_non_null(info);
@@ -184,7 +184,7 @@ struct offer {
 
 static struct offer offered(void)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev);
+	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 	struct offer offer;
 
 	assert_non_null(info);
@@ -224,7 +224,7 @@ static void assert_caps_consistent(const struct fi_info *info)
 
 static void test_alloc_caps(void **state)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev);
+	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 
 	(void) state;
 	assert_non_null(info);
@@ -258,7 +258,7 @@ static void test_alloc_caps(void **state)
 
 static void test_alloc_fields(void **state)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev);
+	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 
 	(void) state;
 	assert_non_null(info);
@@ -337,7 +337,7 @@ static void test_alloc_clamps_to_device(void **state)
 	nrma_params.rx_size = 3 * 1048576;
 	nrma_params.mr_max = 1048576;
 	test_dev.limits.max_srq_wr = 4096;
-	info = nrma_info_alloc(&test_dev);
+	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 	nrma_params = saved;
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->size, 1048576);
@@ -358,7 +358,7 @@ static void test_alloc_iov_limits_clamp(void **state)
 	(void) state;
 	test_dev.limits.max_sge = 2;
 	test_dev.limits.max_sge_rd = 3;
-	info = nrma_info_alloc(&test_dev);
+	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->iov_limit, 2);
 	assert_int_equal(info->rx_attr->iov_limit, 3);
@@ -366,7 +366,7 @@ static void test_alloc_iov_limits_clamp(void **state)
 
 	test_dev.limits.max_sge = 1;
 	test_dev.limits.max_sge_rd = 1;
-	info = nrma_info_alloc(&test_dev);
+	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->iov_limit, 1);
 	assert_int_equal(info->rx_attr->iov_limit, 1);
@@ -375,7 +375,7 @@ static void test_alloc_iov_limits_clamp(void **state)
 	/* Exactly at the limit, and far above it. */
 	test_dev.limits.max_sge = NRMA_IOV_LIMIT;
 	test_dev.limits.max_sge_rd = 1000;
-	info = nrma_info_alloc(&test_dev);
+	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->iov_limit, NRMA_IOV_LIMIT);
 	assert_int_equal(info->rx_attr->iov_limit, NRMA_IOV_LIMIT);
@@ -390,7 +390,7 @@ static void test_alloc_inject_size(void **state)
 
 	(void) state;
 	nrma_params.eager_size = 1234;
-	info = nrma_info_alloc(&test_dev);
+	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
 	nrma_params = saved;
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->inject_size, 1234);
@@ -1550,6 +1550,44 @@ static void test_getinfo_dest(void **state)
 	fi_freeinfo(info);
 }
 
+/*
+ * Connected endpoints only for FI_EP_MSG hints: no sources or directed
+ * receives (one peer), and the hints' handle (a passive endpoint whose
+ * address is to be taken) comes back.
+ */
+static void test_getinfo_msg(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+	struct fid pep = { .fclass = FI_CLASS_PEP };
+
+	(void) state;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	for (struct fi_info *cur = info; cur; cur = cur->next)
+		assert_int_equal(cur->ep_attr->type, FI_EP_RDM);
+	fi_freeinfo(info);
+
+	info = NULL;
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->handle = &pep;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	for (struct fi_info *cur = info; cur; cur = cur->next) {
+		assert_int_equal(cur->ep_attr->type, FI_EP_MSG);
+		assert_ptr_equal(cur->handle, &pep);
+		assert_int_equal(cur->caps & (FI_SOURCE | FI_DIRECTED_RECV), 0);
+		assert_bits_set(cur->caps, FI_MSG | FI_TAGGED);
+		assert_caps_consistent(cur);
+		cur->handle = NULL;
+	}
+	fi_freeinfo(info);
+
+	info = NULL;
+	hints->handle = NULL;
+	hints->caps = FI_MSG | FI_SOURCE;
+	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
 static void test_getinfo_hints(void **state)
 {
 	struct fi_info *hints = hints_alloc(), *info = NULL;
@@ -1609,7 +1647,7 @@ static void test_getinfo_hints(void **state)
 	hints->domain_attr->mr_mode = 0;
 
 	hints->caps = 0;
-	hints->ep_attr->type = FI_EP_MSG;
+	hints->ep_attr->type = FI_EP_DGRAM;
 	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
 	assert_null(info);
@@ -1658,6 +1696,8 @@ int main(void)
 			test_getinfo_dest, getinfo_setup, getinfo_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_getinfo_hints, getinfo_setup, getinfo_teardown),
+		cmocka_unit_test_setup_teardown(test_getinfo_msg, getinfo_setup,
+						getinfo_teardown),
 	};
 
 	return cmocka_run_group_tests_name("nrma_attr", tests, NULL, NULL);

@@ -197,6 +197,55 @@ static void test_eq_full(void **state)
 	assert_int_equal(fi_close(&eq->fid), 0);
 }
 
+/* A rejected connection's data: in the application's buffer, or ours. */
+static void test_eq_error_data(void **state)
+{
+	struct fid_eq *eq = open_eq(state, FI_WAIT_UNSPEC, 0, 0);
+	struct fi_eq_err_entry in = { .fid = &eq->fid, .err = FI_ECONNREFUSED },
+			       out;
+	char mine[4] = "", data[] = "refused!";
+
+	assert_int_equal(
+		nrma_eq_report_err(nrma_eq_of(eq), &in, data, sizeof(data)), 0);
+	assert_int_equal(
+		nrma_eq_report_err(nrma_eq_of(eq), &in, data, sizeof(data)), 0);
+	memset(&out, 0, sizeof(out));
+	assert_int_equal(fi_eq_readerr(eq, &out, 0), sizeof(out));
+	assert_int_equal(out.err_data_size, sizeof(data));
+	assert_memory_equal(out.err_data, data, sizeof(data));
+	out.err_data = mine;
+	out.err_data_size = sizeof(mine);
+	assert_int_equal(fi_eq_readerr(eq, &out, 0), sizeof(out));
+	assert_ptr_equal(out.err_data, mine);
+	assert_int_equal(out.err_data_size, sizeof(mine));
+	assert_memory_equal(mine, data, sizeof(mine));
+	assert_int_equal(fi_close(&eq->fid), 0);
+}
+
+/* A connection event carries the peer's data after the entry. */
+static void test_eq_cm_data(void **state)
+{
+	struct fid_eq *eq = open_eq(state, FI_WAIT_UNSPEC, 0, 0);
+	struct fi_eq_cm_entry entry = { .fid = &eq->fid };
+	struct {
+		struct fi_eq_cm_entry entry;
+		char data[8];
+	} got;
+	uint32_t event;
+
+	assert_int_equal(nrma_eq_report_cm(nrma_eq_of(eq), FI_CONNECTED, &entry,
+					   "abc", 3),
+			 0);
+	assert_int_equal(fi_eq_read(eq, &event, &got, sizeof(entry) + 2, 0),
+			 -FI_ETOOSMALL);
+	assert_int_equal(fi_eq_read(eq, &event, &got, sizeof(got), 0),
+			 sizeof(entry) + 3);
+	assert_int_equal(event, FI_CONNECTED);
+	assert_ptr_equal(got.entry.fid, &eq->fid);
+	assert_memory_equal(got.data, "abc", 3);
+	assert_int_equal(fi_close(&eq->fid), 0);
+}
+
 static void test_eq_error(void **state)
 {
 	struct fid_eq *eq = open_eq(state, FI_WAIT_UNSPEC, FI_WRITE, 0);
@@ -212,7 +261,7 @@ static void test_eq_error(void **state)
 	/* An event ahead of the error is read first. */
 	assert_int_equal(fi_eq_write(eq, FI_NOTIFY, &entry, sizeof(entry), 0),
 			 sizeof(entry));
-	assert_int_equal(nrma_eq_report_err(nrma_eq_of(eq), &in), 0);
+	assert_int_equal(nrma_eq_report_err(nrma_eq_of(eq), &in, NULL, 0), 0);
 	assert_int_equal(fi_eq_readerr(eq, &out, 0), -FI_EAGAIN);
 	assert_int_equal(fi_eq_read(eq, &event, &got, sizeof(got), 0),
 			 sizeof(got));
@@ -317,7 +366,7 @@ static void test_eq_fd(void **state)
 	assert_false(fd_readable(fd));
 	assert_int_equal(nrma_eq_trywait(nrma_eq_of(eq)), 0);
 
-	assert_int_equal(nrma_eq_report_err(nrma_eq_of(eq), &err), 0);
+	assert_int_equal(nrma_eq_report_err(nrma_eq_of(eq), &err, NULL, 0), 0);
 	assert_true(fd_readable(fd));
 	assert_int_equal(fi_eq_readerr(eq, &err_out, 0), sizeof(err_out));
 	assert_false(fd_readable(fd));
@@ -358,7 +407,7 @@ static void test_eq_readerr_v1_4(void **state)
 
 	env->fabric->api_version = FI_VERSION(1, 4);
 	eq = open_eq(state, FI_WAIT_NONE, 0, 0);
-	assert_int_equal(nrma_eq_report_err(nrma_eq_of(eq), &in), 0);
+	assert_int_equal(nrma_eq_report_err(nrma_eq_of(eq), &in, NULL, 0), 0);
 	memset(&out, 0x5a, sizeof(out));
 	assert_int_equal(fi_eq_readerr(eq, &out, 0),
 			 offsetof(struct fi_eq_err_entry, err_data_size));
@@ -390,6 +439,8 @@ int main(void)
 		T(test_eq_too_small),
 		T(test_eq_full),
 		T(test_eq_error),
+		T(test_eq_error_data),
+		T(test_eq_cm_data),
 		T(test_eq_sread_timeout),
 		T(test_eq_sread_wakes),
 		T(test_eq_fd),

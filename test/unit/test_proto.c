@@ -22,7 +22,7 @@ static void test_cm_data_roundtrip(void **state)
 	assert_ptr_equal(parsed, &data);
 	assert_int_equal(nrma_cm_data_version(parsed), NRMA_PROTOCOL_VERSION);
 	assert_int_equal(nrma_cm_data_reason(parsed), NRMA_REJECT_COLLISION);
-	assert_int_equal(parsed->notify_rkey, 0xabcd);
+	assert_int_equal(parsed->grant.notify_rkey, 0xabcd);
 	assert_int_equal(nrma_addr_cmp(&parsed->name, &name), 0);
 	/* the header fields travel in network byte order */
 	assert_int_equal(ntohl(data.magic), NRMA_CM_MAGIC);
@@ -47,6 +47,59 @@ static void test_cm_data_rejects_foreign(void **state)
 	data.magic ^= htonl(1);
 	memcpy(big, &data, sizeof(data));
 	assert_non_null(nrma_cm_data_parse(big, sizeof(big)));
+}
+
+/* FI_EP_MSG data: nrma's header and the application's bytes. */
+static void test_cm_msg_data_roundtrip(void **state)
+{
+	struct nrma_cm_grant grant = { .notify_rkey = 1,
+				       .credit_rkey = 2,
+				       .credits_msg = 3,
+				       .credits_ctl = 4 };
+	uint8_t buf[NRMA_CM_REQ_DATA_MAX], app[NRMA_CM_MSG_APP_MAX + 1];
+	const struct nrma_cm_msg_data *parsed;
+	size_t len;
+
+	(void) state;
+	for (size_t i = 0; i < sizeof(app); i++)
+		app[i] = (uint8_t) i;
+	len = nrma_cm_msg_data_init(buf, &grant, app, 5);
+	assert_int_equal(len, sizeof(struct nrma_cm_msg_data) + 5);
+	parsed = nrma_cm_msg_data_parse(buf, len);
+	assert_non_null(parsed);
+	assert_int_equal(parsed->app_len, 5);
+	assert_memory_equal(parsed->app, app, 5);
+	assert_true(nrma_cm_grant_valid(&parsed->grant));
+	/* At most NRMA_CM_MSG_APP_MAX bytes: a request's private data. */
+	len = nrma_cm_msg_data_init(buf, NULL, app, sizeof(app));
+	assert_int_equal(len, NRMA_CM_REQ_DATA_MAX);
+	parsed = nrma_cm_msg_data_parse(buf, len);
+	assert_int_equal(parsed->app_len, NRMA_CM_MSG_APP_MAX);
+	assert_false(nrma_cm_grant_valid(&parsed->grant));
+}
+
+static void test_cm_msg_data_rejects(void **state)
+{
+	uint8_t buf[NRMA_CM_REQ_DATA_MAX];
+	struct sockaddr_in name = make_sin("10.9.9.1", 1);
+	struct nrma_cm_data rdm;
+	size_t len;
+
+	(void) state;
+	len = nrma_cm_msg_data_init(buf, NULL, "abcd", 4);
+	assert_null(nrma_cm_msg_data_parse(buf, len - 1)); /* app cut short */
+	assert_null(nrma_cm_msg_data_parse(NULL, len));
+	buf[2]++; /* another version */
+	assert_null(nrma_cm_msg_data_parse(buf, len));
+	buf[2]--;
+	buf[3] = NRMA_CM_MSG_APP_MAX + 1;
+	assert_null(nrma_cm_msg_data_parse(buf, sizeof(buf)));
+	/* RDM data is not MSG data, nor the other way round. */
+	nrma_cm_data_init(&rdm, &name, 0, NRMA_REJECT_NONE);
+	assert_null(nrma_cm_msg_data_parse(&rdm, sizeof(rdm)));
+	len = nrma_cm_msg_data_init(buf, NULL, NULL, 0);
+	memset(buf + len, 0, sizeof(buf) - len);
+	assert_null(nrma_cm_data_parse(buf, sizeof(buf)));
 }
 
 static size_t msg_rndv(void *buf, const uint64_t *lens, size_t n)
@@ -295,6 +348,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cm_data_roundtrip),
 		cmocka_unit_test(test_cm_data_rejects_foreign),
+		cmocka_unit_test(test_cm_msg_data_roundtrip),
+		cmocka_unit_test(test_cm_msg_data_rejects),
 		cmocka_unit_test(test_hdr_eager_and_ack),
 		cmocka_unit_test(test_hdr_rndv),
 		cmocka_unit_test(test_key_layout),
