@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
 
 #include "nrma_enosys.h"
 
@@ -36,10 +37,6 @@ NRMA_ENOSYS(int, nrma_no_join, struct fid_ep *ep, const void *addr,
 	    uint64_t flags, struct fid_mc **mc, void *context)
 NRMA_ENOSYS(int, nrma_no_scalable_ep, struct fid_domain *domain,
 	    struct fi_info *info, struct fid_ep **sep, void *context)
-NRMA_ENOSYS(int, nrma_no_stx_ctx, struct fid_domain *domain,
-	    struct fi_tx_attr *attr, struct fid_stx **stx, void *context)
-NRMA_ENOSYS(int, nrma_no_srx_ctx, struct fid_domain *domain,
-	    struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context)
 NRMA_ENOSYS(int, nrma_no_query_collective, struct fid_domain *domain,
 	    enum fi_collective_op coll, struct fi_collective_attr *attr,
 	    uint64_t flags)
@@ -54,6 +51,134 @@ NRMA_ENOSYS(int, nrma_no_wait_open, struct fid_fabric *fabric,
 NRMA_ENOSYS(int, nrma_no_domain2, struct fid_fabric *fabric,
 	    struct fi_info *info, struct fid_domain **dom, uint64_t flags,
 	    void *context)
+
+/* Sends, for contexts that only receive */
+NRMA_ENOSYS(ssize_t, nrma_no_send, struct fid_ep *ep, const void *buf,
+	    size_t len, void *desc, fi_addr_t dest, void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_sendv, struct fid_ep *ep, const struct iovec *iov,
+	    void **desc, size_t count, fi_addr_t dest, void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_sendmsg, struct fid_ep *ep,
+	    const struct fi_msg *msg, uint64_t flags)
+NRMA_ENOSYS(ssize_t, nrma_no_inject, struct fid_ep *ep, const void *buf,
+	    size_t len, fi_addr_t dest)
+NRMA_ENOSYS(ssize_t, nrma_no_senddata, struct fid_ep *ep, const void *buf,
+	    size_t len, void *desc, uint64_t data, fi_addr_t dest,
+	    void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_injectdata, struct fid_ep *ep, const void *buf,
+	    size_t len, uint64_t data, fi_addr_t dest)
+NRMA_ENOSYS(ssize_t, nrma_no_tsend, struct fid_ep *ep, const void *buf,
+	    size_t len, void *desc, fi_addr_t dest, uint64_t tag, void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_tsendv, struct fid_ep *ep, const struct iovec *iov,
+	    void **desc, size_t count, fi_addr_t dest, uint64_t tag,
+	    void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_tsendmsg, struct fid_ep *ep,
+	    const struct fi_msg_tagged *msg, uint64_t flags)
+NRMA_ENOSYS(ssize_t, nrma_no_tinject, struct fid_ep *ep, const void *buf,
+	    size_t len, fi_addr_t dest, uint64_t tag)
+NRMA_ENOSYS(ssize_t, nrma_no_tsenddata, struct fid_ep *ep, const void *buf,
+	    size_t len, void *desc, uint64_t data, fi_addr_t dest, uint64_t tag,
+	    void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_tinjectdata, struct fid_ep *ep, const void *buf,
+	    size_t len, uint64_t data, fi_addr_t dest, uint64_t tag)
+
+/* RMA and atomics, for contexts that only receive */
+NRMA_ENOSYS_STATIC(ssize_t, no_rma_read, struct fid_ep *ep, void *buf,
+		   size_t len, void *desc, fi_addr_t src, uint64_t addr,
+		   uint64_t key, void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_rma_iov, struct fid_ep *ep,
+		   const struct iovec *iov, void **desc, size_t count,
+		   fi_addr_t src, uint64_t addr, uint64_t key, void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_rma_msg, struct fid_ep *ep,
+		   const struct fi_msg_rma *msg, uint64_t flags)
+NRMA_ENOSYS_STATIC(ssize_t, no_rma_write, struct fid_ep *ep, const void *buf,
+		   size_t len, void *desc, fi_addr_t dest, uint64_t addr,
+		   uint64_t key, void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_rma_inject, struct fid_ep *ep, const void *buf,
+		   size_t len, fi_addr_t dest, uint64_t addr, uint64_t key)
+NRMA_ENOSYS_STATIC(ssize_t, no_rma_writedata, struct fid_ep *ep,
+		   const void *buf, size_t len, void *desc, uint64_t data,
+		   fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_rma_injectdata, struct fid_ep *ep,
+		   const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+		   uint64_t addr, uint64_t key)
+
+struct fi_ops_rma nrma_no_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = no_rma_read,
+	.readv = no_rma_iov,
+	.readmsg = no_rma_msg,
+	.write = no_rma_write,
+	.writev = no_rma_iov,
+	.writemsg = no_rma_msg,
+	.inject = no_rma_inject,
+	.writedata = no_rma_writedata,
+	.injectdata = no_rma_injectdata,
+};
+
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_write, struct fid_ep *ep, const void *buf,
+		   size_t count, void *desc, fi_addr_t dest, uint64_t addr,
+		   uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		   void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_writev, struct fid_ep *ep,
+		   const struct fi_ioc *iov, void **desc, size_t count,
+		   fi_addr_t dest, uint64_t addr, uint64_t key,
+		   enum fi_datatype datatype, enum fi_op op, void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_writemsg, struct fid_ep *ep,
+		   const struct fi_msg_atomic *msg, uint64_t flags)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_inject, struct fid_ep *ep,
+		   const void *buf, size_t count, fi_addr_t dest, uint64_t addr,
+		   uint64_t key, enum fi_datatype datatype, enum fi_op op)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_readwrite, struct fid_ep *ep,
+		   const void *buf, size_t count, void *desc, void *result,
+		   void *result_desc, fi_addr_t dest, uint64_t addr,
+		   uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		   void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_readwritev, struct fid_ep *ep,
+		   const struct fi_ioc *iov, void **desc, size_t count,
+		   struct fi_ioc *resultv, void **result_desc,
+		   size_t result_count, fi_addr_t dest, uint64_t addr,
+		   uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		   void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_readwritemsg, struct fid_ep *ep,
+		   const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
+		   void **result_desc, size_t result_count, uint64_t flags)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_compwrite, struct fid_ep *ep,
+		   const void *buf, size_t count, void *desc,
+		   const void *compare, void *compare_desc, void *result,
+		   void *result_desc, fi_addr_t dest, uint64_t addr,
+		   uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		   void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_compwritev, struct fid_ep *ep,
+		   const struct fi_ioc *iov, void **desc, size_t count,
+		   const struct fi_ioc *comparev, void **compare_desc,
+		   size_t compare_count, struct fi_ioc *resultv,
+		   void **result_desc, size_t result_count, fi_addr_t dest,
+		   uint64_t addr, uint64_t key, enum fi_datatype datatype,
+		   enum fi_op op, void *context)
+NRMA_ENOSYS_STATIC(ssize_t, no_atomic_compwritemsg, struct fid_ep *ep,
+		   const struct fi_msg_atomic *msg,
+		   const struct fi_ioc *comparev, void **compare_desc,
+		   size_t compare_count, struct fi_ioc *resultv,
+		   void **result_desc, size_t result_count, uint64_t flags)
+NRMA_ENOSYS_STATIC(int, no_atomic_valid, struct fid_ep *ep,
+		   enum fi_datatype datatype, enum fi_op op, size_t *count)
+
+struct fi_ops_atomic nrma_no_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = no_atomic_write,
+	.writev = no_atomic_writev,
+	.writemsg = no_atomic_writemsg,
+	.inject = no_atomic_inject,
+	.readwrite = no_atomic_readwrite,
+	.readwritev = no_atomic_readwritev,
+	.readwritemsg = no_atomic_readwritemsg,
+	.compwrite = no_atomic_compwrite,
+	.compwritev = no_atomic_compwritev,
+	.compwritemsg = no_atomic_compwritemsg,
+	.writevalid = no_atomic_valid,
+	.readwritevalid = no_atomic_valid,
+	.compwritevalid = no_atomic_valid,
+};
 
 /* Collectives */
 NRMA_ENOSYS_STATIC(ssize_t, no_coll_barrier, struct fid_ep *ep,

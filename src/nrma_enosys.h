@@ -13,7 +13,42 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
 extern struct fi_ops_collective nrma_no_collective_ops;
+extern struct fi_ops_rma nrma_no_rma_ops;
+extern struct fi_ops_atomic nrma_no_atomic_ops;
+
+/* The transmits of fi_ops_msg and fi_ops_tagged. */
+ssize_t nrma_no_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+		     fi_addr_t dest, void *context);
+ssize_t nrma_no_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+		      size_t count, fi_addr_t dest, void *context);
+ssize_t nrma_no_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			uint64_t flags);
+ssize_t nrma_no_inject(struct fid_ep *ep, const void *buf, size_t len,
+		       fi_addr_t dest);
+ssize_t nrma_no_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			 void *desc, uint64_t data, fi_addr_t dest,
+			 void *context);
+ssize_t nrma_no_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			   uint64_t data, fi_addr_t dest);
+ssize_t nrma_no_tsend(struct fid_ep *ep, const void *buf, size_t len,
+		      void *desc, fi_addr_t dest, uint64_t tag, void *context);
+ssize_t nrma_no_tsendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+		       size_t count, fi_addr_t dest, uint64_t tag,
+		       void *context);
+ssize_t nrma_no_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			 uint64_t flags);
+ssize_t nrma_no_tinject(struct fid_ep *ep, const void *buf, size_t len,
+			fi_addr_t dest, uint64_t tag);
+ssize_t nrma_no_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, uint64_t data, fi_addr_t dest,
+			  uint64_t tag, void *context);
+ssize_t nrma_no_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
+			    uint64_t data, fi_addr_t dest, uint64_t tag);
 
 int nrma_no_close(struct fid *fid);
 ssize_t nrma_no_cancel(struct fid *fid, void *context);
@@ -34,10 +69,6 @@ int nrma_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 		 struct fid_mc **mc, void *context);
 int nrma_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			struct fid_ep **sep, void *context);
-int nrma_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-		    struct fid_stx **stx, void *context);
-int nrma_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-		    struct fid_ep **rx_ep, void *context);
 int nrma_no_query_collective(struct fid_domain *domain,
 			     enum fi_collective_op coll,
 			     struct fi_collective_attr *attr, uint64_t flags);

@@ -16,8 +16,9 @@
  *      one endpoint's connection events (a device event takes the list
  *      of threads' lock, then each thread's in turn)
  *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses
- *   3. nrma_ep.lock: an endpoint's data path and connections, or a
- *      passive endpoint's lock
+ *   3. nrma_ep.lock: an endpoint's data path and connections (one lock,
+ *      nrma_domain.ctx_lock, for the shared contexts of a domain and all
+ *      endpoints bound to any of them), or a passive endpoint's lock
  *   4. leaves, never held two at a time: nrma_cq.lock, nrma_cntr.lock,
  *      nrma_eq.lock, an AV's address table lock, the notification region's
  *      lock, the key table's lock
@@ -64,11 +65,19 @@
 #define NRMA_REG_MR	 (1ULL << 59)
 #define NRMA_ORDER_NONE	 0ULL
 
-/* libfabric 2.0's directed receives for tagged messages only; 1.x has none. */
+/*
+ * libfabric 2.0's receive capabilities, none of which 1.x has: directed
+ * receives for tagged messages only, directed receives that may not name
+ * FI_ADDR_UNSPEC, and multi-receive buffers for tagged receives.
+ */
 #ifdef FI_TAGGED_DIRECTED_RECV
 #define NRMA_TAGGED_DIRECTED_RECV FI_TAGGED_DIRECTED_RECV
+#define NRMA_EXACT_DIRECTED_RECV  FI_EXACT_DIRECTED_RECV
+#define NRMA_TAGGED_MULTI_RECV	  FI_TAGGED_MULTI_RECV
 #else
 #define NRMA_TAGGED_DIRECTED_RECV 0ULL
+#define NRMA_EXACT_DIRECTED_RECV  0ULL
+#define NRMA_TAGGED_MULTI_RECV	  0ULL
 #endif
 
 extern struct fi_provider nrma_prov;
@@ -77,6 +86,7 @@ struct nrma_cm;
 struct nrma_cm_ops;
 struct nrma_cm_req;
 struct nrma_conn;
+struct nrma_recv_args;
 struct rdma_cm_id;
 struct nrma_cm_thread;
 struct nrma_cntr;
@@ -231,6 +241,8 @@ struct nrma_domain {
 	struct nrma_keytab *keytab;	  /* what MR keys name */
 	struct nrma_cm_thread *cm_thread; /* control progress */
 	atomic_int ref;			  /* open child objects */
+	/* The endpoint lock of shared contexts and their endpoints. */
+	pthread_mutex_t ctx_lock;
 };
 
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -389,7 +401,10 @@ struct nrma_ep {
 	struct nrma_ep_path path; /* the endpoint's own */
 	struct nrma_domain *domain;
 	struct fi_info *info;
-	pthread_mutex_t lock;
+	/* own_lock, or its domain's ctx_lock once a shared context is
+	 * bound: endpoints that share contexts share their lock. */
+	pthread_mutex_t *lock;
+	pthread_mutex_t own_lock;
 	struct nrma_cq *tx_cq;
 	struct nrma_cq *rx_cq;
 	uint64_t tx_cq_flags;
@@ -401,11 +416,13 @@ struct nrma_ep {
 	struct nrma_remote_cntrs remote; /* FI_REMOTE_WRITE/READ */
 	struct nrma_av *av;
 	struct nrma_eq *eq;
+	struct fid *srx; /* shared contexts bound (nrma_srx.c) */
+	struct fid *stx;
 	struct sockaddr_in name; /* fixed at fi_enable */
 	bool enabled;
 	atomic_int aliases; /* open aliases keep it from closing */
-	/* Options (nrma_ep_opt.c) */
-	size_t min_multi_recv;
+	/* Options (nrma_ep_opt.c); FI_OPT_MIN_MULTI_RECV is its receive
+	 * context's */
 	size_t max_size[NRMA_XFER_CLASSES];
 	size_t inject_size[NRMA_XFER_CLASSES];
 	int hmem_p2p;
@@ -430,6 +447,20 @@ static inline bool nrma_ep_is_msg(const struct nrma_ep *ep)
 {
 	return ep->info->ep_attr->type == FI_EP_MSG;
 }
+
+/* Shared contexts (nrma_srx.c) */
+int nrma_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr,
+		  struct fid_ep **srx, void *context);
+int nrma_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
+		  struct fid_stx **stx, void *context);
+int nrma_srx_bind(struct nrma_ep *ep, struct fid *srx);
+int nrma_stx_bind(struct nrma_ep *ep, struct fid *stx);
+void nrma_ctx_unbind(struct nrma_ep *ep);
+/* fi_recv and friends on an endpoint or a shared receive context. */
+ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
+uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid);
+extern struct fi_ops_msg nrma_srx_msg_ops;
+extern struct fi_ops_tagged nrma_srx_tagged_ops;
 
 /* Passive endpoints (nrma_pep.c) */
 int nrma_pep_open(struct fid_fabric *fabric, struct fi_info *info,

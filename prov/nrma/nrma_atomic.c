@@ -189,7 +189,7 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		nrma_op_free(x, op);
 		return ret;
 	}
-	x->sends++;
+	nrma_tx_started(x);
 	return 0;
 }
 

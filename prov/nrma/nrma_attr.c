@@ -21,14 +21,21 @@
 #define NRMA_RX_CAPS                                                          \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | \
 	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |         \
-	 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV)
+	 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV |                       \
+	 NRMA_TAGGED_MULTI_RECV)
 /* RC executes an endpoint's requests in order at the target. */
 #define NRMA_MSG_ORDER \
 	(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
 #define NRMA_CAPS (NRMA_DOMAIN_CAPS | NRMA_TX_CAPS | NRMA_RX_CAPS)
 /* A connected endpoint has one peer: no sources to tell or direct by. */
-#define NRMA_MSG_EP_NO_CAPS \
-	(FI_SOURCE | FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV)
+#define NRMA_MSG_EP_NO_CAPS                                         \
+	(FI_SOURCE | FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV | \
+	 NRMA_EXACT_DIRECTED_RECV)
+/*
+ * What an RDM endpoint does, but offers only when asked: directed receives
+ * that may not take FI_ADDR_UNSPEC would refuse what others post.
+ */
+#define NRMA_CAPS_ASKED_ONLY NRMA_EXACT_DIRECTED_RECV
 
 /*
  * Registrations have provider keys (a slot of the key table, which
@@ -131,6 +138,9 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev,
 	info->domain_attr->rx_ctx_cnt = lim->max_qp;
 	info->domain_attr->max_ep_tx_ctx = 1;
 	info->domain_attr->max_ep_rx_ctx = 1;
+	/* An endpoint may share one transmit and one receive context. */
+	info->domain_attr->max_ep_stx_ctx = 1;
+	info->domain_attr->max_ep_srx_ctx = 1;
 	info->domain_attr->cntr_cnt = nrma_params.cntr_max;
 	info->domain_attr->mr_iov_limit = 1; /* a verbs MR is contiguous */
 	info->domain_attr->mr_cnt = nrma_mr_cnt(dev);
@@ -238,6 +248,12 @@ static bool domain_unmet(uint32_t version, const struct fi_domain_attr *prov,
 	       mode_unmet(prov->mode, want->mode);
 }
 
+/* A context count: up to ours, or a shared context. */
+static bool ctx_cnt_unmet(size_t want, size_t have)
+{
+	return want != FI_SHARED_CONTEXT && exceeds(want, have);
+}
+
 static bool ep_unmet(const struct fi_ep_attr *prov,
 		     const struct fi_ep_attr *want)
 {
@@ -249,8 +265,8 @@ static bool ep_unmet(const struct fi_ep_attr *prov,
 	       exceeds(want->max_order_raw_size, prov->max_order_raw_size) ||
 	       exceeds(want->max_order_war_size, prov->max_order_war_size) ||
 	       exceeds(want->max_order_waw_size, prov->max_order_waw_size) ||
-	       exceeds(want->tx_ctx_cnt, prov->tx_ctx_cnt) ||
-	       exceeds(want->rx_ctx_cnt, prov->rx_ctx_cnt) ||
+	       ctx_cnt_unmet(want->tx_ctx_cnt, prov->tx_ctx_cnt) ||
+	       ctx_cnt_unmet(want->rx_ctx_cnt, prov->rx_ctx_cnt) ||
 	       exceeds(want->auth_key_size, 0);
 }
 
@@ -269,9 +285,10 @@ static bool tx_unmet(const struct fi_tx_attr *prov,
 }
 
 static bool rx_unmet(const struct fi_rx_attr *prov,
-		     const struct fi_rx_attr *want)
+		     const struct fi_rx_attr *want, uint64_t asked_only)
 {
-	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
+	return mode_unmet(want->caps,
+			  prov->caps | NRMA_DOMAIN_CAPS | asked_only) ||
 	       mode_unmet(prov->mode, want->mode) ||
 	       mode_unmet(want->op_flags, NRMA_RX_OP_FLAGS) ||
 	       mode_unmet(want->msg_order, prov->msg_order) ||
@@ -304,11 +321,14 @@ static uint64_t requested_caps(const struct fi_info *hints)
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints)
 {
+	uint64_t asked_only =
+		prov->ep_attr->type == FI_EP_RDM ? NRMA_CAPS_ASKED_ONLY : 0;
+
 	if (!hints)
 		return 0;
 	if (context_caps_exceed(hints))
 		return -FI_ENODATA;
-	if (mode_unmet(hints->caps, prov->caps) ||
+	if (mode_unmet(hints->caps, prov->caps | asked_only) ||
 	    mode_unmet(prov->mode, hints->mode) ||
 	    (hints->addr_format != FI_FORMAT_UNSPEC &&
 	     hints->addr_format != FI_SOCKADDR &&
@@ -321,7 +341,8 @@ int nrma_info_match(uint32_t version, const struct fi_info *prov,
 			  requested_caps(hints))) ||
 	    (hints->ep_attr && ep_unmet(prov->ep_attr, hints->ep_attr)) ||
 	    (hints->tx_attr && tx_unmet(prov->tx_attr, hints->tx_attr)) ||
-	    (hints->rx_attr && rx_unmet(prov->rx_attr, hints->rx_attr)))
+	    (hints->rx_attr &&
+	     rx_unmet(prov->rx_attr, hints->rx_attr, asked_only)))
 		return -FI_ENODATA;
 	return 0;
 }
@@ -358,6 +379,7 @@ static void narrow_caps(uint32_t version, struct fi_info *info,
 		   !mr_mode_allows_rma(version, hints->domain_attr->mr_mode)) {
 		info->caps &= ~NRMA_RMA_CAPS;
 	}
+	info->rx_attr->caps |= info->caps & NRMA_CAPS_ASKED_ONLY;
 	info->tx_attr->caps &= info->caps;
 	info->rx_attr->caps &= info->caps;
 	/* A context gets only the capabilities asked of it, if any were. */
@@ -408,6 +430,10 @@ static void narrow_contexts(struct fi_info *info, const struct fi_info *hints)
 		info->rx_attr->iov_limit = hinted(hints->rx_attr->iov_limit,
 						  info->rx_attr->iov_limit);
 	}
+	if (hints->ep_attr && hints->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT)
+		info->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+	if (hints->ep_attr && hints->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
+		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
 	/* Tags match on all 64 bits under any ignore mask, so every format
 	 * an application picks works as it says (FI_TAG_MPI, FI_TAG_CCL,
 	 * or 1.x bit fields). */

@@ -50,12 +50,13 @@ struct nrma_cm {
 	size_t app_len;
 };
 
-static int cm_bind(struct nrma_cm *cm, const struct sockaddr_in *addr)
+int nrma_cm_id_bind(struct rdma_event_channel *channel,
+		    const struct sockaddr_in *addr, struct rdma_cm_id **idp)
 {
 	struct rdma_cm_id *id;
 	int ret;
 
-	if (rdma_create_id(cm->channel, &id, NULL, RDMA_PS_TCP))
+	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP))
 		return -errno;
 	if (rdma_bind_addr(id, (struct sockaddr *) addr)) {
 		ret = -errno;
@@ -65,6 +66,29 @@ static int cm_bind(struct nrma_cm *cm, const struct sockaddr_in *addr)
 			  fi_strerror(-ret));
 		return ret;
 	}
+	*idp = id;
+	return 0;
+}
+
+int nrma_cm_id_name(struct rdma_cm_id *id, struct sockaddr_in *name)
+{
+	struct sockaddr *sa = id ? rdma_get_local_addr(id) : NULL;
+
+	if (!sa)
+		return -FI_EOPBADSTATE;
+	if (sa->sa_family != AF_INET)
+		return -FI_EINVAL;
+	memcpy(name, sa, sizeof(*name));
+	return 0;
+}
+
+static int cm_bind(struct nrma_cm *cm, const struct sockaddr_in *addr)
+{
+	struct rdma_cm_id *id;
+	int ret = nrma_cm_id_bind(cm->channel, addr, &id);
+
+	if (ret)
+		return ret;
 	if (cm->listen_id)
 		rdma_destroy_id(cm->listen_id);
 	cm->listen_id = id;
@@ -122,15 +146,7 @@ static struct rdma_cm_id *cm_named_id(struct nrma_cm *cm)
 
 int nrma_cm_name(struct nrma_cm *cm, struct sockaddr_in *name)
 {
-	struct rdma_cm_id *id = cm_named_id(cm);
-	struct sockaddr *sa = id ? rdma_get_local_addr(id) : NULL;
-
-	if (!sa)
-		return -FI_EOPBADSTATE;
-	if (sa->sa_family != AF_INET)
-		return -FI_EINVAL;
-	memcpy(name, sa, sizeof(*name));
-	return 0;
+	return nrma_cm_id_name(cm_named_id(cm), name);
 }
 
 int nrma_cm_enable(struct nrma_cm *cm, const struct nrma_cm_attr *attr)
@@ -435,6 +451,11 @@ void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
 {
 	if (!conn->loopback && !nrma_conn_table_by_addr(&cm->table, fi_addr))
 		nrma_conn_table_map(&cm->table, conn, fi_addr);
+}
+
+void *nrma_conn_owner(const struct nrma_conn *conn)
+{
+	return conn->cm->attr.arg;
 }
 
 struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num)

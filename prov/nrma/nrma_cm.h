@@ -30,6 +30,7 @@ struct nrma_verbs_domain;
 struct nrma_verbs_ep;
 struct nrma_verbs_qp;
 struct rdma_cm_id;
+struct rdma_event_channel;
 
 /*
  * The words a notified write bumps at the peer, besides the peer
@@ -238,6 +239,11 @@ size_t nrma_cm_reject_data(const struct nrma_cm *cm, const void **app);
 /* Makes id, a passive endpoint's, the bound one (fi_info handle). */
 int nrma_cm_bind_id(struct nrma_cm *cm, struct rdma_cm_id *id);
 
+/* An id on channel bound to addr; the local address of an id. */
+int nrma_cm_id_bind(struct rdma_event_channel *channel,
+		    const struct sockaddr_in *addr, struct rdma_cm_id **id);
+int nrma_cm_id_name(struct rdma_cm_id *id, struct sockaddr_in *name);
+
 /*
  * A passive endpoint's listener (nrma_cm_listen.c): requests that carry
  * MSG connect data go to on_request, which keeps a copy (else it returns
@@ -265,6 +271,8 @@ void nrma_cm_req_done(struct nrma_cm_req *req);
 
 /* Marks conn failed (once) and reports it. */
 void nrma_conn_fail(struct nrma_conn *conn, int error);
+/* Whose connection it is: the arg of its cm's attributes. */
+void *nrma_conn_owner(const struct nrma_conn *conn);
 /* The peer sent on an accepted connection: it is up. */
 void nrma_conn_heard(struct nrma_conn *conn);
 

@@ -28,15 +28,10 @@ static int listener_bind(struct nrma_cm_listener *l,
 			 const struct sockaddr_in *addr)
 {
 	struct rdma_cm_id *id;
+	int ret = nrma_cm_id_bind(l->channel, addr, &id);
 
-	if (rdma_create_id(l->channel, &id, NULL, RDMA_PS_TCP))
-		return -errno;
-	if (rdma_bind_addr(id, (struct sockaddr *) addr)) {
-		int ret = -errno;
-
-		rdma_destroy_id(id);
+	if (ret)
 		return ret;
-	}
 	if (l->id)
 		rdma_destroy_id(l->id);
 	l->id = id;
@@ -71,14 +66,7 @@ err:
 
 int nrma_cm_listener_name(struct nrma_cm_listener *l, struct sockaddr_in *name)
 {
-	struct sockaddr *sa = l->id ? rdma_get_local_addr(l->id) : NULL;
-
-	if (!sa)
-		return -FI_EOPBADSTATE;
-	if (sa->sa_family != AF_INET)
-		return -FI_EINVAL;
-	memcpy(name, sa, sizeof(*name));
-	return 0;
+	return nrma_cm_id_name(l->id, name);
 }
 
 int nrma_cm_listener_rebind(struct nrma_cm_listener *l,

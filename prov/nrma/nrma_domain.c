@@ -21,6 +21,7 @@ static int nrma_domain_close(struct fid *fid)
 	nrma_keytab_close(domain->keytab);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
+	pthread_mutex_destroy(&domain->ctx_lock);
 	fi_freeinfo(domain->info);
 	free(domain);
 	return 0;
@@ -75,8 +76,8 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.scalable_ep = nrma_no_scalable_ep,
 	.cntr_open = nrma_cntr_open,
 	.poll_open = nrma_poll_open,
-	.stx_ctx = nrma_no_stx_ctx,
-	.srx_ctx = nrma_no_srx_ctx,
+	.stx_ctx = nrma_stx_open,
+	.srx_ctx = nrma_srx_open,
 	.query_atomic = nrma_query_atomic,
 	.query_collective = nrma_no_query_collective,
 	.endpoint2 = nrma_ep_open2,
@@ -166,6 +167,7 @@ int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		goto err;
 	domain->device = dev;
 	domain->fabric = fabric;
+	pthread_mutex_init(&domain->ctx_lock, NULL);
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	domain->domain_fid.fid.context = context;
 	domain->domain_fid.fid.ops = &nrma_domain_fi_ops;

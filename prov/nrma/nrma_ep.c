@@ -154,9 +154,16 @@ static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 	if (!bfid)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->lock);
+	/* Binding a shared context changes the endpoint's lock. */
+	if (bfid->fclass == FI_CLASS_SRX_CTX ||
+	    bfid->fclass == FI_CLASS_STX_CTX)
+		return flags ? -FI_EBADFLAGS :
+		       bfid->fclass == FI_CLASS_SRX_CTX ?
+			       nrma_srx_bind(ep, bfid) :
+			       nrma_stx_bind(ep, bfid);
+	pthread_mutex_lock(ep->lock);
 	ret = ep_bind_locked(ep, bfid, flags);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }
 
@@ -170,6 +177,10 @@ static int ep_enable_check(const struct nrma_ep *ep)
 		return -FI_EOPBADSTATE;
 	if (nrma_ep_is_msg(ep) && !ep->eq)
 		return -FI_ENOEQ;
+	/* Shared contexts the endpoint was made for must be bound. */
+	if ((ep->info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT && !ep->stx) ||
+	    (ep->info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT && !ep->srx))
+		return -FI_EINVAL;
 	if (!nrma_ep_is_msg(ep) && !ep->av)
 		return -FI_ENOAV;
 	if (!ep->tx_cq && !ep->send_cntr && !ep->read_cntr && !ep->write_cntr)
@@ -232,27 +243,27 @@ int nrma_ep_enable(struct nrma_ep *ep)
 	struct nrma_cm_attr attr;
 	int ret;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = ep_enable_check(ep);
 	/* An RDM endpoint's name goes to peers in its connection data. */
 	if (!ret && !nrma_ep_is_msg(ep))
 		ret = nrma_cm_name(ep->cm, &ep->name);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	if (!ret)
 		ret = ep_join_sets(ep);
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	attr = ep_cm_attr(ep);
 	if (!ret)
 		ret = nrma_cm_enable(ep->cm, &attr);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	/* The thread takes its lock before ours (nrma.h): not under ours. */
 	if (!ret)
 		ret = nrma_cm_thread_watch(ep->domain->cm_thread, ep);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ep->enabled = true;
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return 0;
 }
 
@@ -334,10 +345,11 @@ static int nrma_ep_close(struct fid *fid)
 		nrma_ep_linger(ep);
 	}
 	ep_unbind_all(ep);
+	nrma_ctx_unbind(ep);
 	nrma_cm_close(ep->cm);
 	nrma_xfer_close(ep);
 	nrma_verbs_ep_close(ep->verbs);
-	pthread_mutex_destroy(&ep->lock);
+	pthread_mutex_destroy(&ep->own_lock);
 	atomic_fetch_sub(&ep->domain->ref, 1);
 	fi_freeinfo(ep->info);
 	free(ep);
@@ -378,9 +390,9 @@ int nrma_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 
 	if (!addrlen)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = nrma_cm_name(ep->cm, &name);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret ? ret : nrma_addr_give(&name, addr, addrlen);
 }
 
@@ -393,14 +405,14 @@ int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen)
 	if (!addr || addrlen != sizeof(struct sockaddr_in) ||
 	    ((struct sockaddr *) addr)->sa_family != AF_INET)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	if (ep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
 	ret = nrma_cm_rebind(ep->cm, addr);
 out:
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }
 
@@ -423,33 +435,33 @@ static ssize_t nrma_ep_cancel(fid_t fid, void *context)
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	ssize_t ret;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = nrma_recv_cancel(ep, context);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }
 
-/* Application transmits that may be posted before one says -FI_EAGAIN. */
-static ssize_t nrma_ep_tx_size_left(struct fid_ep *ep_fid)
+/* What may be posted before a post says -FI_EAGAIN, by left(). */
+static ssize_t ep_size_left(struct fid_ep *ep_fid,
+			    size_t (*left)(const struct nrma_ep *))
 {
 	struct nrma_ep *ep = nrma_ep_of(ep_fid);
-	ssize_t left;
+	ssize_t ret;
 
-	pthread_mutex_lock(&ep->lock);
-	left = ep->enabled ? (ssize_t) nrma_xfer_tx_left(ep) : -FI_EOPBADSTATE;
-	pthread_mutex_unlock(&ep->lock);
-	return left;
+	pthread_mutex_lock(ep->lock);
+	ret = ep->enabled ? (ssize_t) left(ep) : -FI_EOPBADSTATE;
+	pthread_mutex_unlock(ep->lock);
+	return ret;
+}
+
+static ssize_t nrma_ep_tx_size_left(struct fid_ep *ep_fid)
+{
+	return ep_size_left(ep_fid, nrma_xfer_tx_left);
 }
 
 static ssize_t nrma_ep_rx_size_left(struct fid_ep *ep_fid)
 {
-	struct nrma_ep *ep = nrma_ep_of(ep_fid);
-	ssize_t left;
-
-	pthread_mutex_lock(&ep->lock);
-	left = ep->enabled ? (ssize_t) nrma_xfer_rx_left(ep) : -FI_EOPBADSTATE;
-	pthread_mutex_unlock(&ep->lock);
-	return left;
+	return ep_size_left(ep_fid, nrma_xfer_rx_left);
 }
 
 static struct fi_ops_ep nrma_ep_ops = {
@@ -534,6 +546,12 @@ static int ep_alias_open(struct nrma_ep_path *parent, struct fi_alias *req)
 	return 0;
 }
 
+/* One context a direction, its own or a shared one. */
+static bool ep_ctx_cnt_valid(size_t cnt)
+{
+	return cnt <= 1 || cnt == FI_SHARED_CONTEXT;
+}
+
 static int ep_info_check(const struct nrma_domain *domain,
 			 const struct fi_info *info)
 {
@@ -541,7 +559,9 @@ static int ep_info_check(const struct nrma_domain *domain,
 	    (info->ep_attr->type != FI_EP_RDM &&
 	     info->ep_attr->type != FI_EP_MSG) ||
 	    (info->tx_attr->op_flags & ~NRMA_TX_OP_FLAGS) ||
-	    (info->rx_attr->op_flags & ~NRMA_RX_OP_FLAGS))
+	    (info->rx_attr->op_flags & ~NRMA_RX_OP_FLAGS) ||
+	    !ep_ctx_cnt_valid(info->ep_attr->tx_ctx_cnt) ||
+	    !ep_ctx_cnt_valid(info->ep_attr->rx_ctx_cnt))
 		return -FI_EINVAL;
 	if (info->domain_attr && info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, domain->device->name))
@@ -632,7 +652,8 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ret = ep_resources_open(ep, info);
 	if (ret)
 		goto err;
-	pthread_mutex_init(&ep->lock, NULL);
+	pthread_mutex_init(&ep->own_lock, NULL);
+	ep->lock = &ep->own_lock;
 	ep_path_init(&ep->path, &nrma_ep_fi_ops, context);
 	atomic_fetch_add(&domain->ref, 1);
 	*ep_fid = &ep->path.ep_fid;

@@ -75,9 +75,9 @@ static int ep_conn_enable(struct nrma_ep *ep)
 {
 	bool enabled;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	enabled = ep->enabled;
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return enabled ? 0 : nrma_ep_enable(ep);
 }
 
@@ -94,9 +94,9 @@ static int nrma_ep_connect(struct fid_ep *ep_fid, const void *addr,
 	ret = ep_conn_enable(ep);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = nrma_cm_connect(ep->cm, addr, param, paramlen);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }
 
@@ -113,9 +113,9 @@ static int nrma_ep_accept(struct fid_ep *ep_fid, const void *param,
 	ret = ep_conn_enable(ep);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = nrma_cm_accept(ep->cm, req, param, paramlen);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	if (!ret) {
 		nrma_connreq_done(ep->info->handle);
 		ep->info->handle = NULL;
@@ -134,9 +134,9 @@ static int nrma_ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 
 	if (flags)
 		return -FI_EBADFLAGS;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	nrma_cm_shutdown(ep->cm);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	nrma_ep_settle(ep);
 	return 0;
 }
@@ -149,9 +149,9 @@ static int nrma_ep_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 
 	if (!addrlen)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = nrma_cm_peer(ep->cm, &peer);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret ? ret : nrma_addr_give(&peer, addr, addrlen);
 }
 

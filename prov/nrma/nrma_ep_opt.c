@@ -11,11 +11,20 @@
 
 #include "nrma.h"
 #include "nrma_proto.h"
+#include "nrma_xfer.h"
 
 /*
- * The per-class sizes of libfabric 2.0 (fi_endpoint.h), numbered as
- * there, so that builds against 1.x headers answer them alike.
+ * The options libfabric 2.0 added, by their numbers there, so that builds
+ * against 1.x headers answer them alike.
  */
+#if FI_MAJOR_VERSION >= 2
+#define NRMA_OPT_CUDA_API_PERMITTED	 FI_OPT_CUDA_API_PERMITTED
+#define NRMA_OPT_SHARED_MEMORY_PERMITTED FI_OPT_SHARED_MEMORY_PERMITTED
+#define NRMA_OPT_MAX_MSG_SIZE		 FI_OPT_MAX_MSG_SIZE
+#define NRMA_OPT_MAX_ATOMIC_SIZE	 FI_OPT_MAX_ATOMIC_SIZE
+#define NRMA_OPT_INJECT_MSG_SIZE	 FI_OPT_INJECT_MSG_SIZE
+#define NRMA_OPT_INJECT_ATOMIC_SIZE	 FI_OPT_INJECT_ATOMIC_SIZE
+#else
 enum {
 	NRMA_OPT_CUDA_API_PERMITTED = FI_OPT_XPU_TRIGGER + 1,
 	NRMA_OPT_SHARED_MEMORY_PERMITTED,
@@ -28,14 +37,6 @@ enum {
 	NRMA_OPT_INJECT_RMA_SIZE,
 	NRMA_OPT_INJECT_ATOMIC_SIZE,
 };
-
-#if FI_MAJOR_VERSION >= 2
-_Static_assert(NRMA_OPT_CUDA_API_PERMITTED == FI_OPT_CUDA_API_PERMITTED &&
-		       NRMA_OPT_SHARED_MEMORY_PERMITTED ==
-			       FI_OPT_SHARED_MEMORY_PERMITTED &&
-		       NRMA_OPT_MAX_MSG_SIZE == FI_OPT_MAX_MSG_SIZE &&
-		       NRMA_OPT_INJECT_ATOMIC_SIZE == FI_OPT_INJECT_ATOMIC_SIZE,
-	       "option numbers as libfabric's");
 #endif
 
 /* Whether flags are transmit or receive operation flags nrma honours. */
@@ -104,7 +105,8 @@ static bool opt_size_of(struct nrma_ep *ep, int optname, struct opt_size *o)
 
 	if (optname == FI_OPT_MIN_MULTI_RECV &&
 	    (ep->info->caps & FI_MULTI_RECV)) {
-		*o = (struct opt_size){ &ep->min_multi_recv, SIZE_MAX, false };
+		*o = (struct opt_size){ &ep->xfer->rx->min_multi_recv, SIZE_MAX,
+					false };
 		return true;
 	}
 	if (optname >= NRMA_OPT_MAX_MSG_SIZE &&
@@ -142,7 +144,6 @@ void nrma_ep_opt_init(struct nrma_ep *ep)
 {
 	const struct fi_info *info = ep->info;
 
-	ep->min_multi_recv = NRMA_DEFAULT_MIN_MULTI_RECV;
 	ep->hmem_p2p = FI_HMEM_P2P_ENABLED;
 	ep->cm_data_size = nrma_ep_is_msg(ep) ? NRMA_CM_MSG_APP_MAX : 0;
 	for (int c = 0; c < NRMA_XFER_CLASSES; c++) {
@@ -162,7 +163,7 @@ int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	mode = ep->hmem_p2p;
 	if (opt_size_of(ep, optname, &o))
 		value = *o.value;
@@ -170,7 +171,7 @@ int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 		value = ep->cm_data_size;
 	else if (optname != FI_OPT_FI_HMEM_P2P)
 		ret = -FI_ENOPROTOOPT;
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	if (ret)
 		return ret;
 	if (optname == FI_OPT_FI_HMEM_P2P)
@@ -232,8 +233,8 @@ int nrma_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = opt_set_locked(ep, optname, optval, optlen);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }

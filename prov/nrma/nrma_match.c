@@ -6,32 +6,24 @@
 #include "nrma_iov.h"
 #include "nrma_match.h"
 
-int nrma_match_init(struct nrma_match *m, size_t rx_count, size_t unexp_count,
+int nrma_match_init(struct nrma_match *m, size_t rx_count,
 		    nrma_peer_addr_fn peer_addr, void *arg)
 {
-	int ret;
-
 	memset(m, 0, sizeof(*m));
 	nrma_dlist_init(&m->msg.posted);
 	nrma_dlist_init(&m->msg.unexp);
 	nrma_dlist_init(&m->tagged.posted);
 	nrma_dlist_init(&m->tagged.unexp);
+	nrma_dlist_init(&m->claimed);
 	m->peer_addr = peer_addr;
 	m->arg = arg;
-	ret = nrma_bufpool_init(&m->rx_entries, rx_count,
-				sizeof(struct nrma_rx_entry));
-	if (!ret)
-		ret = nrma_bufpool_init(&m->unexp_entries, unexp_count,
-					sizeof(struct nrma_unexp));
-	if (ret)
-		nrma_match_fini(m);
-	return ret;
+	return nrma_bufpool_init(&m->rx_entries, rx_count,
+				 sizeof(struct nrma_rx_entry));
 }
 
 void nrma_match_fini(struct nrma_match *m)
 {
 	nrma_bufpool_fini(&m->rx_entries);
-	nrma_bufpool_fini(&m->unexp_entries);
 }
 
 static struct nrma_match_queue *match_queue(struct nrma_match *m, bool tagged)
@@ -141,24 +133,11 @@ struct nrma_rx_entry *nrma_match_cancel(struct nrma_match *m, void *context)
 	return rx ? rx : match_cancel_in(&m->tagged.posted, context);
 }
 
-struct nrma_unexp *nrma_match_hold(struct nrma_match *m, bool tagged,
-				   uint64_t tag, uint32_t buf, uint32_t len,
-				   void *peer)
+void nrma_match_hold(struct nrma_match *m, struct nrma_unexp *unexp,
+		     bool tagged)
 {
-	int64_t index = nrma_bufpool_get(&m->unexp_entries);
-	struct nrma_unexp *unexp;
-
-	if (index < 0)
-		return NULL;
-	unexp = nrma_bufpool_buf(&m->unexp_entries, index);
-	*unexp = (struct nrma_unexp){
-		.buf = buf,
-		.len = len,
-		.tag = tag,
-		.peer = peer,
-	};
+	unexp->claimed = false;
 	nrma_dlist_insert_tail(&unexp->link, &match_queue(m, tagged)->unexp);
-	return unexp;
 }
 
 struct nrma_unexp *nrma_match_unexp(struct nrma_match *m,
@@ -177,37 +156,63 @@ struct nrma_unexp *nrma_match_unexp(struct nrma_match *m,
 	return NULL;
 }
 
-void nrma_unexp_free(struct nrma_match *m, struct nrma_unexp *unexp)
+void nrma_match_forget(struct nrma_unexp *unexp)
 {
 	nrma_dlist_remove(&unexp->link);
 	unexp->claimed = false; /* a stale context finds nothing */
-	nrma_bufpool_put(&m->unexp_entries,
-			 nrma_bufpool_index(&m->unexp_entries, unexp));
 }
 
-void nrma_match_claim(struct nrma_unexp *unexp, void *context)
+void nrma_match_claim(struct nrma_match *m, struct nrma_unexp *unexp,
+		      void *context)
 {
 	nrma_dlist_remove(&unexp->link);
+	nrma_dlist_insert_tail(&unexp->link, &m->claimed);
 	unexp->claimed = true;
 	((struct fi_context *) context)->internal[0] = unexp;
 }
 
-/* The context is the application's: check that it names a claim. */
+/* The context is the application's: it names a claim only if it is one. */
 struct nrma_unexp *nrma_match_claimed(struct nrma_match *m, void *context)
 {
-	uintptr_t unexp =
-		(uintptr_t) ((struct fi_context *) context)->internal[0];
-	uintptr_t base = (uintptr_t) m->unexp_entries.mem;
-	size_t size = m->unexp_entries.buf_size;
+	void *want = ((struct fi_context *) context)->internal[0];
+	struct nrma_dlist *item;
 
-	if (unexp < base || (unexp - base) % size ||
-	    (unexp - base) / size >= m->unexp_entries.count ||
-	    !((struct nrma_unexp *) unexp)->claimed)
-		return NULL;
-	return (struct nrma_unexp *) unexp;
+	nrma_dlist_foreach (&m->claimed, item) {
+		struct nrma_unexp *unexp =
+			nrma_container_of(item, struct nrma_unexp, link);
+
+		if (unexp == want)
+			return unexp;
+	}
+	return NULL;
 }
 
 void nrma_match_unclaim(void *context)
 {
 	((struct fi_context *) context)->internal[0] = NULL;
+}
+
+static void match_purge_list(struct nrma_dlist *head, const void *owner,
+			     void (*drop)(struct nrma_unexp *))
+{
+	struct nrma_dlist *item = head->next;
+
+	while (item != head) {
+		struct nrma_unexp *unexp =
+			nrma_container_of(item, struct nrma_unexp, link);
+
+		item = item->next;
+		if (unexp->owner == owner) {
+			nrma_match_forget(unexp);
+			drop(unexp);
+		}
+	}
+}
+
+void nrma_match_purge(struct nrma_match *m, const void *owner,
+		      void (*drop)(struct nrma_unexp *))
+{
+	match_purge_list(&m->msg.unexp, owner, drop);
+	match_purge_list(&m->tagged.unexp, owner, drop);
+	match_purge_list(&m->claimed, owner, drop);
 }

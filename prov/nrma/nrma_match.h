@@ -37,14 +37,18 @@ struct nrma_rx_entry {
 	bool cancelled; /* FI_ECANCELED once reads are done */
 };
 
-/* A message that arrived before its receive, held in its buffer. */
+/*
+ * A message that arrived before its receive, held in its buffer: the
+ * entry is its owner's (one per receive buffer), which fills it in.
+ */
 struct nrma_unexp {
 	struct nrma_dlist link;
 	uint32_t buf; /* the receive buffer holding it */
 	uint32_t len; /* bytes received */
 	uint64_t tag;
 	void *peer;
-	bool claimed; /* FI_CLAIM: off the queue, awaited */
+	void *owner;  /* whose receive buffer it is */
+	bool claimed; /* FI_CLAIM: on the claimed list, awaited */
 };
 
 struct nrma_match_queue {
@@ -58,13 +62,13 @@ typedef fi_addr_t (*nrma_peer_addr_fn)(void *arg, void *peer);
 struct nrma_match {
 	struct nrma_match_queue msg;
 	struct nrma_match_queue tagged;
-	struct nrma_bufpool rx_entries;	   /* struct nrma_rx_entry */
-	struct nrma_bufpool unexp_entries; /* struct nrma_unexp */
+	struct nrma_dlist claimed;	/* struct nrma_unexp, FI_CLAIM'ed */
+	struct nrma_bufpool rx_entries; /* struct nrma_rx_entry */
 	nrma_peer_addr_fn peer_addr;
 	void *arg;
 };
 
-int nrma_match_init(struct nrma_match *m, size_t rx_count, size_t unexp_count,
+int nrma_match_init(struct nrma_match *m, size_t rx_count,
 		    nrma_peer_addr_fn peer_addr, void *arg);
 void nrma_match_fini(struct nrma_match *m);
 
@@ -93,20 +97,23 @@ void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left);
 /* Takes the posted receive with this context off its queue, or NULL. */
 struct nrma_rx_entry *nrma_match_cancel(struct nrma_match *m, void *context);
 
-/* Holds a message; NULL when unexp_count are held. */
-struct nrma_unexp *nrma_match_hold(struct nrma_match *m, bool tagged,
-				   uint64_t tag, uint32_t buf, uint32_t len,
-				   void *peer);
+/* Holds a message, whose entry the caller filled in. */
+void nrma_match_hold(struct nrma_match *m, struct nrma_unexp *unexp,
+		     bool tagged);
 /* The first held message a receive like rx would take. */
 struct nrma_unexp *nrma_match_unexp(struct nrma_match *m,
 				    const struct nrma_rx_entry *rx);
-/* Forgets a held message (queued or claimed); its buffer is the caller's. */
-void nrma_unexp_free(struct nrma_match *m, struct nrma_unexp *unexp);
+/* Forgets a held message (queued or claimed); its entry is the caller's. */
+void nrma_match_forget(struct nrma_unexp *unexp);
 /* FI_CLAIM: off the queue, kept for the receive that passes context. */
-void nrma_match_claim(struct nrma_unexp *unexp, void *context);
+void nrma_match_claim(struct nrma_match *m, struct nrma_unexp *unexp,
+		      void *context);
 /* What a claim kept in this context, or NULL if it kept nothing. */
 struct nrma_unexp *nrma_match_claimed(struct nrma_match *m, void *context);
 /* The context no longer names a claim. */
 void nrma_match_unclaim(void *context);
+/* Forgets every held message of owner's, handing each to drop. */
+void nrma_match_purge(struct nrma_match *m, const void *owner,
+		      void (*drop)(struct nrma_unexp *));
 
 #endif /* NRMA_MATCH_H */

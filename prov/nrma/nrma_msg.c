@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_msg: untagged sends and receives (nrma_send.c, nrma_recv.c). */
 #include "nrma.h"
+#include "nrma_enosys.h"
 
 static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 				uint64_t flags)
@@ -14,7 +15,7 @@ static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 		.context = msg->context,
 	};
 
-	return nrma_recv(nrma_ep_of(ep_fid), &a);
+	return nrma_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -26,11 +27,11 @@ static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.desc = desc,
 		.count = count,
 		.src = src,
-		.flags = nrma_path_of(ep_fid)->rx_op_flags,
+		.flags = nrma_rx_op_flags(ep_fid),
 		.context = context,
 	};
 
-	return nrma_recv(nrma_ep_of(ep_fid), &a);
+	return nrma_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -126,4 +127,18 @@ struct fi_ops_msg nrma_msg_ops = {
 	.inject = nrma_msg_inject,
 	.senddata = nrma_msg_senddata,
 	.injectdata = nrma_msg_injectdata,
+};
+
+/* A shared receive context's (nrma_srx.c): it only receives. */
+struct fi_ops_msg nrma_srx_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = nrma_msg_recv,
+	.recvv = nrma_msg_recvv,
+	.recvmsg = nrma_msg_recvmsg,
+	.send = nrma_no_send,
+	.sendv = nrma_no_sendv,
+	.sendmsg = nrma_no_sendmsg,
+	.inject = nrma_no_inject,
+	.senddata = nrma_no_senddata,
+	.injectdata = nrma_no_injectdata,
 };

@@ -121,10 +121,10 @@ int nrma_ep_set_sleep_ms(struct nrma_ep_set *set, int left_ms)
 	for (size_t i = 0; i < set->count && !polled; i++) {
 		struct nrma_ep *ep = set->eps[i];
 
-		pthread_mutex_lock(&ep->lock);
+		pthread_mutex_lock(ep->lock);
 		polled = ep->enabled &&
 			 !nrma_dlist_empty(&ep->xfer->blocked_conns);
-		pthread_mutex_unlock(&ep->lock);
+		pthread_mutex_unlock(ep->lock);
 	}
 	pthread_mutex_unlock(&set->lock);
 	if (!polled || (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
@@ -278,12 +278,12 @@ int nrma_progress_poll(struct nrma_ep *ep)
  */
 void nrma_ep_progress(struct nrma_ep *ep)
 {
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	if (ep->enabled) {
 		nrma_progress_poll(ep);
 		nrma_cm_reap(ep->cm);
 	}
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 }
 
 /*
@@ -294,13 +294,13 @@ int nrma_ep_arm(struct nrma_ep *ep)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	if (ep->enabled) {
 		ret = nrma_verbs_ep_arm(ep->verbs);
 		if (!ret && nrma_progress_poll(ep))
 			ret = -FI_EAGAIN;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }
 
@@ -316,11 +316,11 @@ void nrma_ep_linger(struct nrma_ep *ep)
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	while ((x->acks || !nrma_dlist_empty(&x->pending_acks)) &&
 	       nrma_timeout_left(&start, NRMA_LINGER_MS))
 		nrma_progress_poll(ep);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 }
 
 /*
@@ -333,11 +333,11 @@ void nrma_ep_settle(struct nrma_ep *ep)
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	while ((conn = nrma_cm_msg_conn(ep->cm)) && conn->refs &&
 	       nrma_timeout_left(&start, NRMA_LINGER_MS))
 		nrma_progress_poll(ep);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 }
 
 /* Control progress */
@@ -395,9 +395,9 @@ static void progress_thread_handle(struct nrma_cm_thread *t, void *key)
 	pthread_mutex_lock(&t->lock);
 	w = progress_thread_watch_of(t, key);
 	if (w && w->ep) {
-		pthread_mutex_lock(&w->ep->lock);
+		pthread_mutex_lock(w->ep->lock);
 		nrma_cm_progress(w->ep->cm);
-		pthread_mutex_unlock(&w->ep->lock);
+		pthread_mutex_unlock(w->ep->lock);
 	} else if (w) {
 		w->fn(key);
 	}
@@ -412,7 +412,7 @@ static void progress_device_event_ep(struct nrma_cm_thread *t,
 	struct nrma_conn *conn;
 	int err = 0;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	switch (ev->kind) {
 	case NRMA_VERBS_EVENT_QP:
 		conn = nrma_conn_by_qp(ep->cm, ev->qp_num);
@@ -432,7 +432,7 @@ static void progress_device_event_ep(struct nrma_cm_thread *t,
 	case NRMA_VERBS_EVENT_OTHER:
 		break;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	if (err)
 		t->report(ep, err, ev->type);
 }

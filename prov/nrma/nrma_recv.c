@@ -21,6 +21,20 @@ static uint64_t recv_comp_flags(const struct nrma_rx_entry *rx)
 	return FI_RECV | (rx->flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
 }
 
+/*
+ * Whether ep reports rx's success: a receive may be posted to a shared
+ * context, so the selective completion is that of the endpoint the
+ * message reached.
+ */
+static uint64_t recv_completion(const struct nrma_ep *ep,
+				const struct nrma_rx_entry *rx)
+{
+	return (rx->flags & FI_COMPLETION) ||
+			       !(ep->rx_cq_flags & FI_SELECTIVE_COMPLETION) ?
+		       FI_COMPLETION :
+		       0;
+}
+
 /* A received message's completion; truncated is how much did not fit. */
 static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 			size_t len, uint64_t flags, uint32_t cq_data,
@@ -33,7 +47,7 @@ static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 					  !rx->reads && !rx->cancelled ?
 				  FI_MULTI_RECV :
 				  0) |
-			 (rx->flags & FI_COMPLETION),
+			 recv_completion(ep, rx),
 		.len = len,
 		.buf = buf,
 		.data = cq_data,
@@ -67,7 +81,7 @@ static void recv_rx_done(struct nrma_ep *ep, struct nrma_rx_entry *rx)
 		rx->cancelled = false;
 		nrma_comp_recv(ep, &comp);
 	}
-	nrma_rx_entry_done(&ep->xfer->match, rx);
+	nrma_rx_entry_done(&ep->xfer->rx->match, rx);
 }
 
 /* Receive buffers */
@@ -224,7 +238,7 @@ static void recv_deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	size_t room = nrma_rx_space(rx), copy = len < room ? len : room;
 	size_t offset = rx->offset;
 	uint64_t flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
-	void *buf = nrma_rx_take(rx, copy, ep->min_multi_recv);
+	void *buf = nrma_rx_take(rx, copy, ep->xfer->rx->min_multi_recv);
 
 	nrma_iov_scatter(rx->iov, rx->count, offset, hdr + 1, copy);
 	recv_report(ep, rx, buf, copy, flags, hdr->cq_data, hdr->tag,
@@ -434,7 +448,8 @@ static bool recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	};
 	struct nrma_op *op;
 
-	where.rx_buf = nrma_rx_take(rx, where.len, ep->min_multi_recv);
+	where.rx_buf =
+		nrma_rx_take(rx, where.len, ep->xfer->rx->min_multi_recv);
 	op = nrma_dlist_empty(&ep->xfer->stalled_reads) ?
 		     nrma_op_alloc(ep->xfer, NRMA_OP_READ, conn) :
 		     NULL;
@@ -482,17 +497,21 @@ static bool recv_deliver(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	return false;
 }
 
+/* Every receive buffer has its entry for the message it may hold. */
 static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
 		      uint32_t buf, uint32_t len, struct nrma_conn *conn)
 {
-	/* The unexpected pool has an entry for every receive buffer. */
-	if (!nrma_match_hold(&ep->xfer->match, hdr->flags & NRMA_HDR_TAGGED,
-			     hdr->tag, buf, len, conn)) {
-		NRMA_WARN(FI_LOG_EP_DATA,
-			  "no entry for an unexpected message\n");
-		nrma_rx_buf_release(ep, buf);
-		return;
-	}
+	struct nrma_unexp *unexp = &ep->xfer->unexp[buf];
+
+	*unexp = (struct nrma_unexp){
+		.buf = buf,
+		.len = len,
+		.tag = hdr->tag,
+		.peer = conn,
+		.owner = ep,
+	};
+	nrma_match_hold(&ep->xfer->rx->match, unexp,
+			hdr->flags & NRMA_HDR_TAGGED);
 	nrma_srq_refill(ep);
 }
 
@@ -533,8 +552,8 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		nrma_send_acked(ep, token, conn, failed);
 		return;
 	}
-	rx = nrma_match_posted(&ep->xfer->match, hdr->flags & NRMA_HDR_TAGGED,
-			       hdr->tag, conn);
+	rx = nrma_match_posted(&ep->xfer->rx->match,
+			       hdr->flags & NRMA_HDR_TAGGED, hdr->tag, conn);
 	NRMA_DBG(FI_LOG_EP_DATA,
 		 "message op %u len %" PRIu64 " flags 0x%x: %s\n", hdr->op,
 		 hdr->len, hdr->flags, rx ? "matched" : "unexpected");
@@ -546,24 +565,60 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		nrma_rx_buf_release(ep, buf);
 }
 
-/* Posting receives */
+/* Posting receives, to an endpoint's own context or a shared one */
 
-/* Delivers a held message into rx and gives its buffer back. */
-static void recv_deliver_held(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+/* Delivers a held message into rx, through the endpoint that holds it. */
+static void recv_deliver_held(struct nrma_rx_entry *rx,
 			      struct nrma_unexp *unexp)
 {
+	struct nrma_ep *ep = unexp->owner;
 	uint32_t buf = unexp->buf;
 	bool kept = recv_deliver(ep, rx, buf, unexp->len, unexp->peer);
 
-	nrma_unexp_free(&ep->xfer->match, unexp);
+	nrma_match_forget(unexp);
 	if (!kept)
 		nrma_rx_buf_release(ep, buf);
 }
 
-static bool recv_args_valid(const struct nrma_ep *ep,
+/*
+ * Whether a receive matches only messages from its src_addr: all with
+ * FI_DIRECTED_RECV, tagged ones with FI_TAGGED_DIRECTED_RECV, and, with
+ * FI_EXACT_DIRECTED_RECV, all unless it modifies the tagged kind only.
+ */
+static bool recv_directed(const struct nrma_rx_ctx *rc, uint64_t flags)
+{
+	uint64_t caps = rc->caps;
+
+	return (caps & FI_DIRECTED_RECV) ||
+	       ((caps & NRMA_TAGGED_DIRECTED_RECV) && (flags & FI_TAGGED)) ||
+	       ((caps & NRMA_EXACT_DIRECTED_RECV) &&
+		!(caps & NRMA_TAGGED_DIRECTED_RECV));
+}
+
+/* FI_EXACT_DIRECTED_RECV: a directed receive names its source. */
+static bool recv_src_valid(const struct nrma_rx_ctx *rc,
+			   const struct nrma_recv_args *a)
+{
+	return !(rc->caps & NRMA_EXACT_DIRECTED_RECV) ||
+	       !recv_directed(rc, a->flags) || a->src != FI_ADDR_UNSPEC;
+}
+
+/* FI_MULTI_RECV: untagged, or tagged with FI_TAGGED_MULTI_RECV. */
+static bool recv_multi_valid(const struct nrma_rx_ctx *rc,
+			     const struct nrma_recv_args *a)
+{
+	uint64_t cap = a->flags & FI_TAGGED ? NRMA_TAGGED_MULTI_RECV :
+					      FI_MULTI_RECV;
+
+	return !(a->flags & FI_MULTI_RECV) ||
+	       (a->count == 1 && cap && (rc->caps & cap));
+}
+
+static bool recv_args_valid(const struct nrma_rx_ctx *rc,
 			    const struct nrma_recv_args *a)
 {
-	if (a->count > ep->info->rx_attr->iov_limit || (a->count && !a->iov))
+	if (a->count > rc->iov_limit || (a->count && !a->iov) ||
+	    !recv_src_valid(rc, a))
 		return false;
 	/* Only tagged receives look at held messages; FI_CLAIM keeps one
 	 * in the context, and FI_DISCARD drops what they found. */
@@ -572,21 +627,11 @@ static bool recv_args_valid(const struct nrma_ep *ep,
 	     ((a->flags & FI_CLAIM) && !a->context) ||
 	     ((a->flags & FI_DISCARD) && !(a->flags & (FI_PEEK | FI_CLAIM)))))
 		return false;
-	return !(a->flags & FI_MULTI_RECV) ||
-	       (a->count == 1 && !(a->flags & FI_TAGGED) &&
-		(ep->info->caps & FI_MULTI_RECV));
+	return recv_multi_valid(rc, a);
 }
 
-/* Whether a receive matches only messages from its src_addr. */
-static bool recv_directed(const struct nrma_ep *ep, uint64_t flags)
-{
-	uint64_t caps = ep->info->caps;
-
-	return (caps & FI_DIRECTED_RECV) ||
-	       ((caps & NRMA_TAGGED_DIRECTED_RECV) && (flags & FI_TAGGED));
-}
-
-static void recv_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+static void recv_entry_init(const struct nrma_rx_ctx *rc,
+			    struct nrma_rx_entry *rx,
 			    const struct nrma_recv_args *a)
 {
 	memcpy(rx->iov, a->iov, a->count * sizeof(*rx->iov));
@@ -596,43 +641,41 @@ static void recv_entry_init(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	rx->context = a->context;
 	rx->tag = a->tag;
 	rx->ignore = a->ignore;
-	rx->src = recv_directed(ep, a->flags) ? a->src : FI_ADDR_UNSPEC;
-	rx->flags =
-		a->flags |
-		(ep->rx_cq_flags & FI_SELECTIVE_COMPLETION ? 0 : FI_COMPLETION);
+	rx->src = recv_directed(rc, a->flags) ? a->src : FI_ADDR_UNSPEC;
+	rx->flags = a->flags;
 }
 
-static struct nrma_rx_entry *recv_entry_alloc(struct nrma_ep *ep,
+static struct nrma_rx_entry *recv_entry_alloc(struct nrma_rx_ctx *rc,
 					      const struct nrma_recv_args *a)
 {
-	struct nrma_rx_entry *rx = nrma_rx_entry_alloc(&ep->xfer->match);
+	struct nrma_rx_entry *rx = nrma_rx_entry_alloc(&rc->match);
 
 	if (rx)
-		recv_entry_init(ep, rx, a);
+		recv_entry_init(rc, rx, a);
 	return rx;
 }
 
 /* Posts a receive, and feeds it the held messages it matches. */
-static ssize_t recv_post(struct nrma_ep *ep, const struct nrma_recv_args *a)
+static ssize_t recv_post(struct nrma_rx_ctx *rc, const struct nrma_recv_args *a)
 {
-	struct nrma_match *m = &ep->xfer->match;
-	struct nrma_rx_entry *rx = recv_entry_alloc(ep, a);
+	struct nrma_rx_entry *rx = recv_entry_alloc(rc, a);
 	struct nrma_unexp *unexp;
 
 	if (!rx)
 		return -FI_EAGAIN;
-	nrma_match_post(m, rx);
-	while (!rx->released && (unexp = nrma_match_unexp(m, rx)))
-		recv_deliver_held(ep, rx, unexp);
+	nrma_match_post(&rc->match, rx);
+	while (!rx->released && (unexp = nrma_match_unexp(&rc->match, rx)))
+		recv_deliver_held(rx, unexp);
 	return 0;
 }
 
 /* FI_PEEK, FI_CLAIM and FI_DISCARD: held messages looked at, kept, dropped */
 
 /* What a peek found, or what a discarded claim had: no data moves. */
-static void recv_report_held(struct nrma_ep *ep, void *context,
-			     const struct nrma_unexp *unexp, size_t len)
+static void recv_report_held(void *context, const struct nrma_unexp *unexp,
+			     size_t len)
 {
+	struct nrma_ep *ep = unexp->owner;
 	const struct nrma_hdr *hdr = recv_hdr(ep, unexp->buf);
 	struct nrma_comp comp = {
 		.context = context,
@@ -649,25 +692,37 @@ static void recv_report_held(struct nrma_ep *ep, void *context,
 }
 
 /* A dropped message's sender may wait for its ACK: it gets one. */
-static void recv_discard(struct nrma_ep *ep, struct nrma_unexp *unexp)
+static void recv_discard(struct nrma_unexp *unexp)
 {
+	struct nrma_ep *ep = unexp->owner;
 	const struct nrma_hdr *hdr = recv_hdr(ep, unexp->buf);
 	uint32_t buf = unexp->buf;
 
 	if (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ))
 		recv_ack_send(ep, unexp->peer, hdr->token, false);
-	nrma_unexp_free(&ep->xfer->match, unexp);
+	nrma_match_forget(unexp);
 	nrma_rx_buf_release(ep, buf);
 }
 
-static ssize_t recv_peek(struct nrma_ep *ep, const struct nrma_recv_args *a)
+/*
+ * What no message answers goes to the context's first endpoint: a shared
+ * context has no CQ of its own.
+ */
+static struct nrma_ep *recv_reporter(const struct nrma_rx_ctx *rc)
+{
+	return rc->count ? rc->eps[0] : NULL;
+}
+
+static ssize_t recv_peek(struct nrma_rx_ctx *rc, const struct nrma_recv_args *a)
 {
 	struct nrma_rx_entry probe = { 0 };
 	struct nrma_unexp *unexp;
 
-	nrma_progress_poll(ep); /* look at what has arrived by now */
-	recv_entry_init(ep, &probe, a);
-	unexp = nrma_match_unexp(&ep->xfer->match, &probe);
+	/* Look at what has arrived by now. */
+	for (size_t i = 0; i < rc->count; i++)
+		nrma_progress_poll(rc->eps[i]);
+	recv_entry_init(rc, &probe, a);
+	unexp = nrma_match_unexp(&rc->match, &probe);
 	if (!unexp) {
 		struct nrma_comp comp = {
 			.context = a->context,
@@ -676,66 +731,123 @@ static ssize_t recv_peek(struct nrma_ep *ep, const struct nrma_recv_args *a)
 			.err = FI_ENOMSG,
 		};
 
-		nrma_comp_rx_event(ep, &comp);
+		if (!recv_reporter(rc))
+			return -FI_EOPBADSTATE;
+		nrma_comp_rx_event(recv_reporter(rc), &comp);
 		return 0;
 	}
-	recv_report_held(ep, a->context, unexp, recv_hdr(ep, unexp->buf)->len);
+	recv_report_held(a->context, unexp,
+			 recv_hdr(unexp->owner, unexp->buf)->len);
 	if (a->flags & FI_DISCARD)
-		recv_discard(ep, unexp);
+		recv_discard(unexp);
 	else if (a->flags & FI_CLAIM)
-		nrma_match_claim(unexp, a->context);
+		nrma_match_claim(&rc->match, unexp, a->context);
 	return 0;
 }
 
-static ssize_t recv_claimed(struct nrma_ep *ep, const struct nrma_recv_args *a)
+static ssize_t recv_claimed(struct nrma_rx_ctx *rc,
+			    const struct nrma_recv_args *a)
 {
-	struct nrma_unexp *unexp =
-		nrma_match_claimed(&ep->xfer->match, a->context);
+	struct nrma_unexp *unexp = nrma_match_claimed(&rc->match, a->context);
 	struct nrma_rx_entry *rx = NULL;
 
 	if (!unexp)
 		return -FI_EINVAL; /* nothing was claimed with it */
 	if (!(a->flags & FI_DISCARD)) {
-		rx = recv_entry_alloc(ep, a);
+		rx = recv_entry_alloc(rc, a);
 		if (!rx)
 			return -FI_EAGAIN;
 	}
 	nrma_match_unclaim(a->context);
 	if (!rx) {
-		recv_report_held(ep, a->context, unexp, 0);
-		recv_discard(ep, unexp);
+		recv_report_held(a->context, unexp, 0);
+		recv_discard(unexp);
 		return 0;
 	}
-	recv_deliver_held(ep, rx, unexp); /* on no queue: it takes this one */
+	recv_deliver_held(rx, unexp); /* on no queue: it takes this one */
 	return 0;
 }
 
+ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc, const struct nrma_recv_args *a)
+{
+	if (!recv_args_valid(rc, a))
+		return -FI_EINVAL;
+	if (a->flags & FI_PEEK)
+		return recv_peek(rc, a);
+	if (a->flags & FI_CLAIM)
+		return recv_claimed(rc, a);
+	return recv_post(rc, a);
+}
+
+/* An endpoint's receives go to its context, shared or its own. */
 ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
 {
 	ssize_t ret;
 
-	if (!recv_args_valid(ep, a))
-		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->lock);
-	if (!ep->enabled)
-		ret = -FI_EOPBADSTATE;
-	else if (a->flags & FI_PEEK)
-		ret = recv_peek(ep, a);
-	else if (a->flags & FI_CLAIM)
-		ret = recv_claimed(ep, a);
-	else
-		ret = recv_post(ep, a);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
+	ret = ep->enabled ? nrma_rx_ctx_recv(ep->xfer->rx, a) : -FI_EOPBADSTATE;
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }
 
-ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
+ssize_t nrma_rx_ctx_cancel(struct nrma_rx_ctx *rc, void *context)
 {
-	struct nrma_rx_entry *rx = nrma_match_cancel(&ep->xfer->match, context);
+	struct nrma_rx_entry *rx = nrma_match_cancel(&rc->match, context);
 
 	if (!rx)
 		return -FI_ENOENT;
 	rx->cancelled = true;
-	recv_rx_done(ep, rx);
+	if (recv_reporter(rc))
+		recv_rx_done(recv_reporter(rc), rx);
+	else
+		nrma_rx_entry_done(&rc->match, rx); /* nobody to tell */
 	return 0;
+}
+
+ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
+{
+	return nrma_rx_ctx_cancel(ep->xfer->rx, context);
+}
+
+/* Closing */
+
+static void recv_drop_held(struct nrma_unexp *unexp)
+{
+	(void) unexp; /* its buffer goes with its endpoint */
+}
+
+/* The receive reads of ep's land in no longer waits for them. */
+static void recv_reads_dropped(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx,
+			       size_t reads)
+{
+	rx->reads -= reads;
+	nrma_rx_entry_done(&rc->match, rx);
+}
+
+void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_dlist *item;
+
+	nrma_match_purge(&rc->match, ep, recv_drop_held);
+	nrma_dlist_foreach (&x->stalled_reads, item) {
+		struct nrma_stalled_read *s =
+			nrma_container_of(item, struct nrma_stalled_read, link);
+
+		recv_reads_dropped(rc, s->rx, 1);
+	}
+	/* A read operation has one posted read a completion to come. */
+	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
+		struct nrma_op *op = nrma_op_at(x, i);
+
+		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_READ &&
+		    op->rx)
+			recv_reads_dropped(rc, op->rx, op->wc_pending);
+	}
+	for (size_t i = 0; i < rc->count; i++) {
+		if (rc->eps[i] != ep)
+			continue;
+		rc->eps[i] = rc->eps[--rc->count];
+		break;
+	}
 }

@@ -235,7 +235,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			nrma_op_free(x, op);
 		return n;
 	}
-	x->sends++;
+	nrma_tx_started(x);
 	if (batched)
 		nrma_batch_add(ep, op, &target, rma_set_add(a->notify));
 	return 0;
@@ -264,7 +264,7 @@ void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 				 nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
 				 op->len);
 	nrma_op_report(ep, op);
-	ep->xfer->sends--;
+	nrma_tx_ended(ep->xfer);
 	nrma_op_free(ep->xfer, op);
 }
 

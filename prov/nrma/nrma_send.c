@@ -125,7 +125,7 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		nrma_op_free(x, op);
 		return ret;
 	}
-	x->sends++;
+	nrma_tx_started(x);
 	return 0;
 }
 
@@ -153,7 +153,7 @@ void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op)
 	if (op->wc_pending || op->ack_pending)
 		return;
 	nrma_op_report(ep, op);
-	ep->xfer->sends--;
+	nrma_tx_ended(ep->xfer);
 	nrma_op_free(ep->xfer, op);
 }
 

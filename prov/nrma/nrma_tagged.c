@@ -3,6 +3,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "nrma.h"
+#include "nrma_enosys.h"
 
 static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
 				   const struct fi_msg_tagged *msg,
@@ -19,7 +20,7 @@ static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
 		.context = msg->context,
 	};
 
-	return nrma_recv(nrma_ep_of(ep_fid), &a);
+	return nrma_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -34,10 +35,10 @@ static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.tag = tag,
 		.ignore = ignore,
 		.context = context,
-		.flags = nrma_path_of(ep_fid)->rx_op_flags | FI_TAGGED,
+		.flags = nrma_rx_op_flags(ep_fid) | FI_TAGGED,
 	};
 
-	return nrma_recv(nrma_ep_of(ep_fid), &a);
+	return nrma_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -146,4 +147,18 @@ struct fi_ops_tagged nrma_tagged_ops = {
 	.inject = nrma_tagged_inject,
 	.senddata = nrma_tagged_senddata,
 	.injectdata = nrma_tagged_injectdata,
+};
+
+/* A shared receive context's (nrma_srx.c): it only receives. */
+struct fi_ops_tagged nrma_srx_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = nrma_tagged_recv,
+	.recvv = nrma_tagged_recvv,
+	.recvmsg = nrma_tagged_recvmsg,
+	.send = nrma_no_tsend,
+	.sendv = nrma_no_tsendv,
+	.sendmsg = nrma_no_tsendmsg,
+	.inject = nrma_no_tinject,
+	.senddata = nrma_no_tsenddata,
+	.injectdata = nrma_no_tinjectdata,
 };

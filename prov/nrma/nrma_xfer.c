@@ -71,7 +71,7 @@ struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 {
 	struct nrma_xfer *x = ep->xfer;
 
-	if (x->sends == x->sends_max)
+	if (x->tx->sends == x->tx->max)
 		return NULL;
 	return bounce ? nrma_op_alloc_buf(x, kind, conn) :
 			nrma_op_alloc(x, kind, conn);
@@ -304,12 +304,34 @@ ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
 
 size_t nrma_xfer_tx_left(const struct nrma_ep *ep)
 {
-	return ep->xfer->sends_max - ep->xfer->sends;
+	return ep->xfer->tx->max - ep->xfer->tx->sends;
 }
 
 size_t nrma_xfer_rx_left(const struct nrma_ep *ep)
 {
-	return nrma_match_rx_left(&ep->xfer->match);
+	return nrma_match_rx_left(&ep->xfer->rx->match);
+}
+
+void nrma_tx_started(struct nrma_xfer *x)
+{
+	x->tx->sends++;
+	x->sends++;
+}
+
+void nrma_tx_ended(struct nrma_xfer *x)
+{
+	x->tx->sends--;
+	x->sends--;
+}
+
+void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	/* What never completes leaves the budget it counted against. */
+	x->tx->sends -= x->sends;
+	x->tx = tx ? tx : &x->own_tx;
+	x->tx->sends += x->sends;
 }
 
 /*
@@ -322,14 +344,14 @@ ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 	struct nrma_conn *conn;
 	ssize_t ret;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ret = xfer_connection(ep, dest, &conn);
 	if (!ret) {
 		ret = post(ep, conn, args, len);
 		if (ret == -FI_EAGAIN)
 			nrma_progress_poll(ep);
 	}
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return ret;
 }
 
@@ -364,10 +386,42 @@ static int xfer_scratch_init(struct nrma_ep *ep, struct nrma_xfer *x)
 				 &key);
 }
 
-/* The match queues ask it who a connection's peer is. */
+/* Receive contexts */
+
+/* The match queues ask who a connection's peer is, in its endpoint's AV. */
 static fi_addr_t xfer_match_peer_addr(void *arg, void *peer)
 {
-	return nrma_peer_fi_addr(arg, peer);
+	(void) arg;
+	return nrma_peer_fi_addr(nrma_conn_owner(peer), peer);
+}
+
+int nrma_rx_ctx_init(struct nrma_rx_ctx *rc, size_t size, uint64_t caps,
+		     size_t iov_limit)
+{
+	*rc = (struct nrma_rx_ctx){
+		.caps = caps,
+		.iov_limit = iov_limit,
+		.min_multi_recv = NRMA_DEFAULT_MIN_MULTI_RECV,
+	};
+	return nrma_match_init(&rc->match, size, xfer_match_peer_addr, rc);
+}
+
+void nrma_rx_ctx_fini(struct nrma_rx_ctx *rc)
+{
+	nrma_match_fini(&rc->match);
+	free(rc->eps);
+}
+
+int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
+{
+	struct nrma_ep **eps = realloc(rc->eps, (rc->count + 1) * sizeof(*eps));
+
+	if (!eps)
+		return -FI_ENOMEM;
+	rc->eps = eps;
+	rc->eps[rc->count++] = ep;
+	ep->xfer->rx = rc;
+	return 0;
 }
 
 /*
@@ -387,6 +441,16 @@ static void xfer_credits_init(struct nrma_xfer *x, size_t rx_bufs)
 	x->credits_ctl = msg / 2 ? msg / 2 : 1;
 }
 
+static int xfer_own_rx_init(struct nrma_ep *ep, struct nrma_xfer *x)
+{
+	const struct fi_info *info = ep->info;
+	int ret = nrma_rx_ctx_init(&x->own_rx, info->rx_attr->size, info->caps,
+				   info->rx_attr->iov_limit);
+
+	x->rx = &x->own_rx;
+	return ret ? ret : nrma_rx_ctx_join(&x->own_rx, ep);
+}
+
 static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 {
 	size_t tx = ep->info->tx_attr->size, rx = ep->info->rx_attr->size;
@@ -398,7 +462,8 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 	/* A buffer holds an eager payload or a rendezvous request. */
 	x->buf_size = sizeof(struct nrma_hdr) +
 		      (x->eager_size > rndv_size ? x->eager_size : rndv_size);
-	x->sends_max = tx;
+	x->own_tx.max = tx;
+	x->tx = &x->own_tx;
 	x->srq_target = rx;
 	xfer_credits_init(x, rx_bufs);
 	/* Small RMA reads land in bounce buffers too: FI_RECV for local write. */
@@ -411,10 +476,11 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 	if (!ret)
 		ret = nrma_token_table_init(&x->ops, tx + 2 * rx,
 					    sizeof(struct nrma_op));
-	/* Every receive buffer can hold an unexpected message. */
 	if (!ret)
-		ret = nrma_match_init(&x->match, rx, rx_bufs,
-				      xfer_match_peer_addr, ep);
+		ret = xfer_own_rx_init(ep, x);
+	/* Every receive buffer can hold an unexpected message. */
+	if (!ret && !(x->unexp = calloc(rx_bufs, sizeof(*x->unexp))))
+		ret = -FI_ENOMEM;
 	if (!ret)
 		ret = nrma_bufpool_init(&x->stalls, rx_bufs,
 					sizeof(struct nrma_stalled_read));
@@ -488,7 +554,8 @@ void nrma_xfer_close(struct nrma_ep *ep)
 	nrma_bufpool_fini(&x->tx_bufs);
 	nrma_bufpool_fini(&x->rx_bufs);
 	nrma_token_table_fini(&x->ops);
-	nrma_match_fini(&x->match);
+	nrma_rx_ctx_fini(&x->own_rx);
+	free(x->unexp);
 	nrma_bufpool_fini(&x->stalls);
 	free(x->rx_owner);
 	free(x);

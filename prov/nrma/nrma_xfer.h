@@ -121,6 +121,45 @@ struct nrma_stalled_read {
 	size_t len;
 };
 
+/*
+ * A receive context: where receives are posted and messages matched.
+ * Each endpoint has its own; those bound to a shared receive context
+ * (fi_srx_context, nrma_srx.c) use the context's, under their domain's
+ * ctx_lock.  A message waits in the receive buffer of the endpoint it
+ * reached (its entry in x->unexp) and is delivered, and reported,
+ * through that endpoint, whichever receive takes it.
+ */
+struct nrma_rx_ctx {
+	struct nrma_match match;
+	uint64_t caps; /* FI_MULTI_RECV, directed receives */
+	size_t iov_limit;
+	size_t min_multi_recv;
+	struct nrma_ep **eps; /* whose messages it matches */
+	size_t count;
+};
+
+int nrma_rx_ctx_init(struct nrma_rx_ctx *rc, size_t size, uint64_t caps,
+		     size_t iov_limit);
+void nrma_rx_ctx_fini(struct nrma_rx_ctx *rc);
+int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
+/* ep leaves: the messages it holds go, and so do its reads into rc's
+ * receives; ep is closing. */
+void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
+/* Posting, with the lock of rc's endpoints held (nrma_recv.c). */
+ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc,
+			 const struct nrma_recv_args *args);
+ssize_t nrma_rx_ctx_cancel(struct nrma_rx_ctx *rc, void *context);
+
+/*
+ * A transmit budget: how many application transmits may be in flight.
+ * Each endpoint has its own; those bound to a shared transmit context
+ * (fi_stx_context) share the context's.
+ */
+struct nrma_tx_budget {
+	size_t sends;
+	size_t max;
+};
+
 struct nrma_pending_ack {
 	struct nrma_dlist link;
 	struct nrma_conn *conn;
@@ -137,9 +176,12 @@ struct nrma_xfer {
 	struct nrma_verbs_mr *tx_mr;
 	struct nrma_verbs_mr *rx_mr;
 	struct nrma_token_table ops; /* struct nrma_op */
-	struct nrma_match match;
-	size_t sends; /* application transmits in flight */
-	size_t sends_max;
+	struct nrma_rx_ctx *rx;	     /* &own_rx, or a shared one */
+	struct nrma_rx_ctx own_rx;
+	struct nrma_unexp *unexp;  /* by receive buffer */
+	struct nrma_tx_budget *tx; /* &own_tx, or a shared one */
+	struct nrma_tx_budget own_tx;
+	size_t sends; /* of tx->sends, this endpoint's */
 	size_t srq_posted;
 	size_t srq_target;
 	struct nrma_dlist pending_acks;
@@ -180,6 +222,12 @@ uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags,
 			    bool silent);
 struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 				 struct nrma_conn *conn, bool bounce);
+/* An application transmit went out, or ended (x->tx and x->sends). */
+void nrma_tx_started(struct nrma_xfer *x);
+void nrma_tx_ended(struct nrma_xfer *x);
+/* ep's transmits count against tx (a shared transmit context's), or,
+ * with tx NULL, against its own budget again. */
+void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx);
 /* The fi_addr_t of conn's peer, for FI_SOURCE and directed receives. */
 fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn);
 fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn);

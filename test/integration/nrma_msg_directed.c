@@ -8,7 +8,11 @@
  * opened for
  *  - FI_DIRECTED_RECV: both kinds are directed;
  *  - FI_TAGGED_DIRECTED_RECV (libfabric 2.x): only tagged ones are;
- *  - neither: src_addr is ignored (fi_getinfo(3)).
+ *  - FI_EXACT_DIRECTED_RECV (2.x), alone: both kinds are, and a directed
+ *    receive may not name FI_ADDR_UNSPEC (-FI_EINVAL);
+ *  - FI_EXACT_DIRECTED_RECV with FI_TAGGED_DIRECTED_RECV: tagged ones
+ *    are, exactly;
+ *  - none: src_addr is ignored (fi_getinfo(3)).
  */
 #include "itest_msg.h"
 
@@ -21,17 +25,28 @@ struct mode {
 	const char *name;
 };
 
+#ifdef FI_TAGGED_DIRECTED_RECV
+#define TAGGED_DIRECTED FI_TAGGED_DIRECTED_RECV
+#define EXACT		FI_EXACT_DIRECTED_RECV
+#else
+#define TAGGED_DIRECTED 0ULL
+#define EXACT		0ULL
+#endif
+
 static const struct mode modes[] = {
 	{ FI_DIRECTED_RECV, "FI_DIRECTED_RECV" },
 #ifdef FI_TAGGED_DIRECTED_RECV
-	{ FI_TAGGED_DIRECTED_RECV, "FI_TAGGED_DIRECTED_RECV" },
+	{ TAGGED_DIRECTED, "FI_TAGGED_DIRECTED_RECV" },
+	{ EXACT, "FI_EXACT_DIRECTED_RECV" },
+	{ EXACT | TAGGED_DIRECTED,
+	  "FI_EXACT_DIRECTED_RECV | FI_TAGGED_DIRECTED_RECV" },
 #endif
 	{ 0, "no directed receives" },
 };
 
 static bool directed(uint64_t cap, bool tagged)
 {
-	return cap == FI_DIRECTED_RECV || (cap && tagged);
+	return (cap & TAGGED_DIRECTED) ? tagged : cap != 0;
 }
 
 /* The receiver's info: the domain's, with cap as its only directed one. */
@@ -45,7 +60,8 @@ static struct fi_info *receiver_info(uint64_t cap)
 	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
 	CHECK(info != NULL);
 	fi_freeinfo(hints);
-	EXPECT((info->caps & (FI_DIRECTED_RECV | cap)) == cap,
+	EXPECT((info->caps & (FI_DIRECTED_RECV | TAGGED_DIRECTED | EXACT)) ==
+		       cap,
 	       "asked for 0x%" PRIx64 ", got caps 0x%" PRIx64, cap, info->caps);
 	return info;
 }
@@ -68,11 +84,15 @@ static void send_one(struct itest_node *from, char *byte, bool tagged,
 	(void) itest_cq_wait(from->tx, what);
 }
 
-/* One round: which message the receive for a's gets, and what is left. */
+/*
+ * One round: which message the receive for a's gets, and what is left,
+ * which an exact directed receive must name.
+ */
 static void round_trip(struct itest_node *r, struct itest_node *a,
-		       struct itest_node *b, fi_addr_t from_a, bool want_a,
-		       bool tagged, const char *what)
+		       struct itest_node *b, const fi_addr_t *from, bool want_a,
+		       bool exact, bool tagged, const char *what)
 {
+	fi_addr_t from_a = from[0], rest = FI_ADDR_UNSPEC;
 	char sa = 'a', sb = 'b', first = 0, second = 0;
 	struct itest_comp c;
 
@@ -85,8 +105,13 @@ static void round_trip(struct itest_node *r, struct itest_node *a,
 	EXPECT_COMP(c, &ctx[1], FI_RECV, 0, what);
 	EXPECT(first == (want_a ? 'a' : 'b'),
 	       "%s: the receive for a's message got '%c'", what, first);
-	ITEST_POST(post_recv(r, &second, FI_ADDR_UNSPEC, tagged, &ctx[2]),
-		   what);
+	if (exact && want_a) {
+		CHECK_RET(
+			post_recv(r, &second, FI_ADDR_UNSPEC, tagged, &ctx[2]),
+			-FI_EINVAL);
+		rest = from[1];
+	}
+	ITEST_POST(post_recv(r, &second, rest, tagged, &ctx[2]), what);
 	c = itest_cq_wait(r->rx, what);
 	EXPECT_COMP(c, &ctx[2], FI_RECV, 0, what);
 	EXPECT(second == (want_a ? 'b' : 'a'), "%s: the next receive got '%c'",
@@ -98,13 +123,13 @@ static void run_mode(const struct mode *m)
 	struct fi_info *info = receiver_info(m->cap);
 	struct itest_node_opts ro = { .info = info };
 	struct itest_node r, a, b;
-	fi_addr_t from_a;
+	fi_addr_t from[2];
 
 	itest_node_open(&r, &ro, "receiver");
 	itest_node_open(&a, NULL, "a");
 	itest_node_open(&b, NULL, "b");
-	from_a = itest_node_insert(&r, &a.name);
-	(void) itest_node_insert(&r, &b.name);
+	from[0] = itest_node_insert(&r, &a.name);
+	from[1] = itest_node_insert(&r, &b.name);
 	(void) itest_node_insert(&a, &r.name);
 	(void) itest_node_insert(&b, &r.name);
 	for (int tagged = 0; tagged < 2; tagged++) {
@@ -113,7 +138,8 @@ static void run_mode(const struct mode *m)
 
 		snprintf(what, sizeof(what), "%s, %s receive", m->name,
 			 tagged ? "tagged" : "untagged");
-		round_trip(&r, &a, &b, from_a, want_a, tagged, what);
+		round_trip(&r, &a, &b, from, want_a, m->cap & EXACT, tagged,
+			   what);
 		printf("%s: %s\n", what,
 		       want_a ? "directed" : "takes any source");
 	}

@@ -2,7 +2,8 @@
 /*
  * Message features between a receiver (this process, "R") and a
  * forked sender ("S"), on fresh endpoints (see itest_rs.h):
- * FI_MULTI_RECV with FI_OPT_MIN_MULTI_RECV.
+ * FI_MULTI_RECV with FI_OPT_MIN_MULTI_RECV; with libfabric 2.x, tagged
+ * multi-receive buffers (FI_TAGGED_MULTI_RECV).
  */
 #include "itest_rs.h"
 
@@ -185,10 +186,89 @@ static void phase_multi_recv(void)
 	close_pair(&n, phase);
 }
 
+#ifdef FI_TAGGED_MULTI_RECV
+#define TMR_TAG	  0x51
+#define TMR_COUNT 3
+#define TMR_LEN	  100
+
+/*
+ * A tagged buffer takes the messages its tag matches, each at the next
+ * offset; one with another tag waits for a receive of its own.
+ */
+static void phase_tagged_multi_recv(void)
+{
+	const char *phase = "FI_TAGGED_MULTI_RECV";
+	char buf[TMR_COUNT * TMR_LEN + ITEST_GUARD] = "", other[TMR_LEN] = "";
+	struct fi_info *hints = itest_hints(), *info;
+	struct itest_node_opts o = { 0 };
+	size_t min = TMR_LEN;
+	struct itest_node n;
+
+	hints->caps = ITEST_MSG_CAPS | FI_TAGGED_MULTI_RECV;
+	hints->domain_attr->name = strdup(itest_device());
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	fi_freeinfo(hints);
+	CHECK(info->rx_attr->caps & FI_TAGGED_MULTI_RECV);
+	o.info = info;
+	open_pair(&n, &o, is_r ? "R" : "S");
+	if (is_r) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct fi_msg_tagged m = { .msg_iov = &iov,
+					   .iov_count = 1,
+					   .addr = FI_ADDR_UNSPEC,
+					   .tag = TMR_TAG,
+					   .context = CTX(0) };
+
+		CHECK_OK(fi_setopt(&n.ep->fid, FI_OPT_ENDPOINT,
+				   FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)));
+		ITEST_POST(fi_trecvmsg(n.ep, &m, FI_MULTI_RECV), phase);
+		signal_peer();
+		/* Messages 0, 2 and 3: message 1 has the other tag. */
+		for (size_t i = 0; i < TMR_COUNT; i++) {
+			struct itest_comp c = itest_cq_wait(n.rx, phase);
+
+			EXPECT_COMP(c, CTX(0), FI_RECV | FI_TAGGED, 0, phase);
+			EXPECT(c.buf == buf + i * TMR_LEN && c.tag == TMR_TAG,
+			       "message %zu at offset %td", i,
+			       (char *) c.buf - buf);
+			itest_msg_check(c.buf, TMR_LEN, 0x700 + i + (i > 0),
+					phase);
+		}
+		ITEST_POST(fi_trecv(n.ep, other, sizeof(other), NULL,
+				    FI_ADDR_UNSPEC, TMR_TAG + 1, 0, CTX(1)),
+			   phase);
+		{
+			struct itest_comp c = itest_cq_wait(n.rx, phase);
+
+			EXPECT_COMP(c, CTX(1), FI_RECV | FI_TAGGED, 0, phase);
+			itest_msg_check(other, TMR_LEN, 0x701, phase);
+		}
+	} else {
+		char msg[TMR_COUNT + 1][TMR_LEN];
+
+		await_peer("R's tagged buffer");
+		for (size_t i = 0; i <= TMR_COUNT; i++) {
+			itest_msg_fill(msg[i], TMR_LEN, 0x700 + i);
+			/* The odd one out goes second: the buffer skips it. */
+			ITEST_POST(fi_tsend(n.ep, msg[i], TMR_LEN, NULL, n.peer,
+					    i == 1 ? TMR_TAG + 1 : TMR_TAG,
+					    CTX(i)),
+				   phase);
+		}
+		wait_sends(&n, 0, TMR_COUNT + 1, phase);
+	}
+	close_pair(&n, phase);
+	fi_freeinfo(info);
+}
+#endif
+
 int main(void)
 {
 	static const struct rs_phase phases[] = {
 		{ phase_multi_recv, "FI_MULTI_RECV" },
+#ifdef FI_TAGGED_MULTI_RECV
+		{ phase_tagged_multi_recv, "FI_TAGGED_MULTI_RECV" },
+#endif
 	};
 
 	return rs_main("nrma_msg_multi_recv", phases,

@@ -29,9 +29,11 @@
 #define MSG_TX_CAPS (FI_MSG | FI_SEND)
 #define MSG_RX_CAPS                                                        \
 	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV | \
-	 NRMA_TAGGED_DIRECTED_RECV)
+	 NRMA_TAGGED_DIRECTED_RECV | NRMA_TAGGED_MULTI_RECV)
+/* Offered only to hints that ask: it forbids receives from anyone. */
+#define ASKED_ONLY_CAPS NRMA_EXACT_DIRECTED_RECV
 /* One-sided: what goes when the application's mr_mode rules RMA out. */
-#define RMA_TX_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_FENCE)
+#define RMA_TX_CAPS	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_FENCE)
 #define RMA_RX_CAPS \
 	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
 #define RMA_CAPS	(RMA_TX_CAPS | RMA_RX_CAPS)
@@ -72,7 +74,8 @@
 	 FI_REMOTE_WRITE | FI_RECV | FI_HMEM | FI_TRIGGER | FI_RMA_PMEM | \
 	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_MULTI_RECV | FI_SOURCE | \
 	 FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE |                   \
-	 NRMA_TAGGED_DIRECTED_RECV)
+	 NRMA_TAGGED_DIRECTED_RECV | NRMA_TAGGED_MULTI_RECV |             \
+	 NRMA_EXACT_DIRECTED_RECV)
 
 /*
  * What fi_getinfo(3) reads into caps: FI_MSG or FI_TAGGED without FI_SEND
@@ -236,7 +239,8 @@ static void test_alloc_caps(void **state)
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
 				 FI_REMOTE_READ | FI_REMOTE_WRITE |
 				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |
-				 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV);
+				 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV |
+				 NRMA_TAGGED_MULTI_RECV);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
 	assert_int_equal(info->tx_attr->caps, TX_OFFER);
 	assert_int_equal(info->rx_attr->caps, RX_OFFER);
@@ -715,9 +719,10 @@ static void test_caps_not_offered(void **state)
 		hints->caps = never[i] | offer.caps;
 		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	}
-	/* Every bit outside the offer is refused, whatever it is. */
+	/* Every bit outside the offer is refused, whatever it is (but what
+	 * is granted only when asked for). */
 	for (int bit = 0; bit < 64; bit++) {
-		if (offer.caps & (1ULL << bit))
+		if ((offer.caps | ASKED_ONLY_CAPS) & (1ULL << bit))
 			continue;
 		hints->caps = 1ULL << bit;
 		assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
@@ -1588,6 +1593,53 @@ static void test_getinfo_msg(void **state)
 	fi_freeinfo(hints);
 }
 
+/*
+ * libfabric 2.x: tagged multi-receive buffers are offered; exact directed
+ * receives only to hints that ask (they refuse FI_ADDR_UNSPEC), and never
+ * on connected endpoints.
+ */
+static void test_receive_caps_2x(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	if (!NRMA_EXACT_DIRECTED_RECV) {
+		fi_freeinfo(hints);
+		skip();
+	}
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_bits_clear(info->caps, NRMA_EXACT_DIRECTED_RECV);
+	assert_bits_set(info->rx_attr->caps, NRMA_TAGGED_MULTI_RECV);
+	fi_freeinfo(info);
+	hints->caps = FI_TAGGED | NRMA_EXACT_DIRECTED_RECV;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_bits_set(info->caps, NRMA_EXACT_DIRECTED_RECV);
+	assert_bits_set(info->rx_attr->caps, NRMA_EXACT_DIRECTED_RECV);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+/* Shared contexts: asked for, they come back; more contexts do not. */
+static void test_shared_contexts(void **state)
+{
+	struct fi_info *hints = hints_alloc(), *info = NULL;
+
+	(void) state;
+	hints->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+	hints->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->ep_attr->tx_ctx_cnt, FI_SHARED_CONTEXT);
+	assert_int_equal(info->ep_attr->rx_ctx_cnt, FI_SHARED_CONTEXT);
+	assert_int_equal(info->domain_attr->max_ep_stx_ctx, 1);
+	assert_int_equal(info->domain_attr->max_ep_srx_ctx, 1);
+	fi_freeinfo(info);
+	hints->ep_attr->rx_ctx_cnt = 0;
+	hints->domain_attr->max_ep_srx_ctx = 2;
+	assert_int_equal(match(V_CUR, hints, &info), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
 static void test_getinfo_hints(void **state)
 {
 	struct fi_info *hints = hints_alloc(), *info = NULL;
@@ -1687,6 +1739,8 @@ int main(void)
 		cmocka_unit_test_setup(test_threading_av_type, setup),
 		cmocka_unit_test_setup(test_op_flags_echoed, setup),
 		cmocka_unit_test_setup(test_op_flags_refused, setup),
+		cmocka_unit_test_setup(test_shared_contexts, setup),
+		cmocka_unit_test_setup(test_receive_caps_2x, setup),
 		cmocka_unit_test_setup_teardown(test_getinfo_all_devices,
 						getinfo_setup,
 						getinfo_teardown),

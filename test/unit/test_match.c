@@ -14,6 +14,29 @@
 #define RX_COUNT    8
 #define UNEXP_COUNT 4
 
+/* The held messages' entries, which their owner keeps. */
+static struct nrma_unexp entries[UNEXP_COUNT];
+static int owner_a, owner_b;
+
+static struct nrma_unexp *hold_as(struct nrma_match *m, void *owner,
+				  bool tagged, uint64_t tag, uint32_t buf,
+				  uint32_t len, void *peer)
+{
+	struct nrma_unexp *u = &entries[buf % UNEXP_COUNT];
+
+	*u = (struct nrma_unexp){
+		.buf = buf, .len = len, .tag = tag, .peer = peer, .owner = owner
+	};
+	nrma_match_hold(m, u, tagged);
+	return u;
+}
+
+static struct nrma_unexp *hold(struct nrma_match *m, bool tagged, uint64_t tag,
+			       uint32_t buf, uint32_t len, void *peer)
+{
+	return hold_as(m, &owner_a, tagged, tag, buf, len, peer);
+}
+
 /* Two fake peers; the callback counts its calls. */
 static int peer_a, peer_b;
 static int peer_addr_calls;
@@ -32,9 +55,9 @@ static int match_setup(void **state)
 	struct nrma_match *m = calloc(1, sizeof(*m));
 
 	assert_non_null(m);
-	assert_int_equal(nrma_match_init(m, RX_COUNT, UNEXP_COUNT,
-					 fake_peer_addr, &peer_addr_calls),
-			 0);
+	assert_int_equal(
+		nrma_match_init(m, RX_COUNT, fake_peer_addr, &peer_addr_calls),
+		0);
 	peer_addr_calls = 0;
 	*state = m;
 	return 0;
@@ -134,16 +157,11 @@ static void test_unexpected_in_order(void **state)
 				       .src = FI_ADDR_UNSPEC };
 	struct nrma_unexp *u1, *u2, *other;
 
-	u1 = nrma_match_hold(m, true, 3, 100, 40, &peer_a);
-	other = nrma_match_hold(m, true, 4, 101, 40, &peer_a);
-	u2 = nrma_match_hold(m, true, 3, 102, 40, &peer_b);
-	assert_non_null(u1);
-	assert_non_null(u2);
-	assert_non_null(other);
-	assert_int_equal(u1->buf, 100);
-	assert_int_equal(u1->len, 40);
+	u1 = hold(m, true, 3, 100, 40, &peer_a);
+	other = hold(m, true, 4, 101, 40, &peer_a);
+	u2 = hold(m, true, 3, 102, 40, &peer_b);
 	assert_ptr_equal(nrma_match_unexp(m, &probe), u1);
-	nrma_unexp_free(m, u1);
+	nrma_match_forget(u1);
 	assert_ptr_equal(nrma_match_unexp(m, &probe), u2);
 	probe.src = 10; /* only peer_a's, which is now tag 4 */
 	assert_null(nrma_match_unexp(m, &probe));
@@ -155,18 +173,40 @@ static void test_unexpected_in_order(void **state)
 	assert_null(nrma_match_unexp(m, &probe));
 }
 
-static void test_unexpected_pool_bounded(void **state)
+/*
+ * A shared receive context holds several owners' messages: an owner that
+ * goes takes its own away, queued and claimed, and leaves the others'.
+ */
+static int purged;
+
+static void count_purged(struct nrma_unexp *unexp)
+{
+	assert_ptr_equal(unexp->owner, &owner_a);
+	purged++;
+}
+
+static void test_purge_owner(void **state)
 {
 	struct nrma_match *m = *state;
-	struct nrma_unexp *held[UNEXP_COUNT];
+	struct nrma_rx_entry probe = { .src = FI_ADDR_UNSPEC };
+	struct fi_context ctx = { { 0 } };
+	struct nrma_unexp *a0, *b1, *a2, *a3;
 
-	for (int i = 0; i < UNEXP_COUNT; i++) {
-		held[i] = nrma_match_hold(m, false, 0, i, 16, NULL);
-		assert_non_null(held[i]);
-	}
-	assert_null(nrma_match_hold(m, false, 0, 99, 16, NULL));
-	nrma_unexp_free(m, held[2]);
-	assert_non_null(nrma_match_hold(m, false, 0, 99, 16, NULL));
+	a0 = hold(m, false, 0, 0, 8, NULL);
+	b1 = hold_as(m, &owner_b, false, 0, 1, 8, NULL);
+	a2 = hold(m, true, 5, 2, 8, NULL);
+	a3 = hold(m, true, 6, 3, 8, NULL);
+	nrma_match_claim(m, a3, &ctx);
+	purged = 0;
+	nrma_match_purge(m, &owner_a, count_purged);
+	assert_int_equal(purged, 3);
+	assert_null(nrma_match_claimed(m, &ctx));
+	assert_ptr_equal(nrma_match_unexp(m, &probe), b1);
+	probe.flags = FI_TAGGED;
+	probe.tag = 5;
+	assert_null(nrma_match_unexp(m, &probe));
+	(void) a0;
+	(void) a2;
 }
 
 static void test_rx_pool_bounded(void **state)
@@ -260,10 +300,10 @@ static void test_claim(void **state)
 				       .tag = 9,
 				       .src = FI_ADDR_UNSPEC };
 	struct fi_context ctx = { { 0 } }, other = { { 0 } };
-	struct nrma_unexp *u = nrma_match_hold(m, true, 9, 5, 16, &peer_a);
+	struct nrma_unexp *u = hold(m, true, 9, 5, 16, &peer_a);
 
 	assert_null(nrma_match_claimed(m, &ctx));
-	nrma_match_claim(u, &ctx);
+	nrma_match_claim(m, u, &ctx);
 	assert_true(u->claimed);
 	/* claimed: off the queue, found only through its context */
 	assert_null(nrma_match_unexp(m, &probe));
@@ -271,9 +311,9 @@ static void test_claim(void **state)
 	assert_null(nrma_match_claimed(m, &other));
 	nrma_match_unclaim(&ctx);
 	assert_null(nrma_match_claimed(m, &ctx));
-	/* a stale context names a freed entry: it finds nothing */
-	ctx.internal[0] = u;
-	nrma_unexp_free(m, u);
+	/* a stale context names a forgotten entry: it finds nothing */
+	nrma_match_claim(m, u, &ctx);
+	nrma_match_forget(u);
 	assert_null(nrma_match_claimed(m, &ctx));
 }
 
@@ -281,16 +321,16 @@ static void test_claim(void **state)
 static void test_claim_forged_context(void **state)
 {
 	struct nrma_match *m = *state;
-	struct nrma_unexp *u = nrma_match_hold(m, true, 1, 0, 8, NULL);
+	struct nrma_unexp *u = hold(m, true, 1, 0, 8, NULL);
+	struct nrma_unexp *queued = hold(m, true, 1, 1, 8, NULL);
 	struct fi_context ctx;
 
-	nrma_match_claim(u, &ctx);
+	nrma_match_claim(m, u, &ctx);
 	ctx.internal[0] = (char *) u + 1;
 	assert_null(nrma_match_claimed(m, &ctx));
 	ctx.internal[0] = &ctx;
 	assert_null(nrma_match_claimed(m, &ctx));
-	ctx.internal[0] = (char *) m->unexp_entries.mem +
-			  UNEXP_COUNT * m->unexp_entries.buf_size;
+	ctx.internal[0] = queued; /* held, but claimed by nobody */
 	assert_null(nrma_match_claimed(m, &ctx));
 	ctx.internal[0] = u;
 	assert_ptr_equal(nrma_match_claimed(m, &ctx), u);
@@ -305,7 +345,7 @@ int main(void)
 		T(test_arrival_order),
 		T(test_directed_receive),
 		T(test_unexpected_in_order),
-		T(test_unexpected_pool_bounded),
+		T(test_purge_owner),
 		T(test_rx_pool_bounded),
 		T(test_multi_recv_space),
 		T(test_multi_recv_min_zero),
