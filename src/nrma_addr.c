@@ -123,6 +123,7 @@ int nrma_addr_table_get(struct nrma_addr_table *table, fi_addr_t fi_addr,
 {
 	int ret = -FI_EINVAL;
 
+	fi_addr = nrma_addr_base(table, fi_addr);
 	pthread_mutex_lock(&table->lock);
 	if (addr_table_live(table, fi_addr)) {
 		*sin = table->addrs[fi_addr];

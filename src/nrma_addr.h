@@ -32,7 +32,28 @@ struct nrma_addr_table {
 	struct sockaddr_in *addrs; /* AF_UNSPEC once removed */
 	size_t count;
 	size_t capacity;
+	int rx_ctx_bits; /* fi_av_attr's: high bits name receive contexts */
 };
+
+/*
+ * An fi_addr_t of fi_rx_addr(3): the entry in its low bits, a receive
+ * context of a scalable endpoint in its high rx_ctx_bits.
+ */
+static inline fi_addr_t nrma_addr_base(const struct nrma_addr_table *t,
+				       fi_addr_t fi_addr)
+{
+	if (!t->rx_ctx_bits || fi_addr == FI_ADDR_NOTAVAIL)
+		return fi_addr;
+	return fi_addr & (UINT64_MAX >> t->rx_ctx_bits);
+}
+
+static inline unsigned int nrma_addr_rx_ctx(const struct nrma_addr_table *t,
+					    fi_addr_t fi_addr)
+{
+	if (!t->rx_ctx_bits || fi_addr == FI_ADDR_NOTAVAIL)
+		return 0;
+	return (unsigned int) (fi_addr >> (64 - t->rx_ctx_bits));
+}
 
 void nrma_addr_table_init(struct nrma_addr_table *table);
 void nrma_addr_table_fini(struct nrma_addr_table *table);

@@ -15,6 +15,19 @@
 #define NRMA_ENOSYS_STATIC(ret, name, ...) \
 	static NRMA_ENOSYS(ret, name, __VA_ARGS__)
 
+/* An object with no options says so for each (fi_endpoint(3)). */
+int nrma_no_getopt(struct fid *fid, int level, int optname, void *optval,
+		   size_t *optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+int nrma_no_setopt(struct fid *fid, int level, int optname, const void *optval,
+		   size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
 NRMA_ENOSYS(int, nrma_no_close, struct fid *fid)
 NRMA_ENOSYS(ssize_t, nrma_no_cancel, struct fid *fid, void *context)
 NRMA_ENOSYS(ssize_t, nrma_no_size_left, struct fid_ep *ep)
@@ -35,8 +48,6 @@ NRMA_ENOSYS(int, nrma_no_reject, struct fid_pep *pep, fid_t handle,
 NRMA_ENOSYS(int, nrma_no_shutdown, struct fid_ep *ep, uint64_t flags)
 NRMA_ENOSYS(int, nrma_no_join, struct fid_ep *ep, const void *addr,
 	    uint64_t flags, struct fid_mc **mc, void *context)
-NRMA_ENOSYS(int, nrma_no_scalable_ep, struct fid_domain *domain,
-	    struct fi_info *info, struct fid_ep **sep, void *context)
 NRMA_ENOSYS(int, nrma_no_query_collective, struct fid_domain *domain,
 	    enum fi_collective_op coll, struct fi_collective_attr *attr,
 	    uint64_t flags)
@@ -80,6 +91,49 @@ NRMA_ENOSYS(ssize_t, nrma_no_tsenddata, struct fid_ep *ep, const void *buf,
 	    void *context)
 NRMA_ENOSYS(ssize_t, nrma_no_tinjectdata, struct fid_ep *ep, const void *buf,
 	    size_t len, uint64_t data, fi_addr_t dest, uint64_t tag)
+
+/* Receives, for contexts that only send */
+NRMA_ENOSYS(ssize_t, nrma_no_recv, struct fid_ep *ep, void *buf, size_t len,
+	    void *desc, fi_addr_t src, void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_recvv, struct fid_ep *ep, const struct iovec *iov,
+	    void **desc, size_t count, fi_addr_t src, void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_recvmsg, struct fid_ep *ep,
+	    const struct fi_msg *msg, uint64_t flags)
+NRMA_ENOSYS(ssize_t, nrma_no_trecv, struct fid_ep *ep, void *buf, size_t len,
+	    void *desc, fi_addr_t src, uint64_t tag, uint64_t ignore,
+	    void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_trecvv, struct fid_ep *ep, const struct iovec *iov,
+	    void **desc, size_t count, fi_addr_t src, uint64_t tag,
+	    uint64_t ignore, void *context)
+NRMA_ENOSYS(ssize_t, nrma_no_trecvmsg, struct fid_ep *ep,
+	    const struct fi_msg_tagged *msg, uint64_t flags)
+
+/* Neither, for what transfers nothing (a scalable endpoint itself) */
+struct fi_ops_msg nrma_no_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = nrma_no_recv,
+	.recvv = nrma_no_recvv,
+	.recvmsg = nrma_no_recvmsg,
+	.send = nrma_no_send,
+	.sendv = nrma_no_sendv,
+	.sendmsg = nrma_no_sendmsg,
+	.inject = nrma_no_inject,
+	.senddata = nrma_no_senddata,
+	.injectdata = nrma_no_injectdata,
+};
+
+struct fi_ops_tagged nrma_no_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = nrma_no_trecv,
+	.recvv = nrma_no_trecvv,
+	.recvmsg = nrma_no_trecvmsg,
+	.send = nrma_no_tsend,
+	.sendv = nrma_no_tsendv,
+	.sendmsg = nrma_no_tsendmsg,
+	.inject = nrma_no_tinject,
+	.senddata = nrma_no_tsenddata,
+	.injectdata = nrma_no_tinjectdata,
+};
 
 /* RMA and atomics, for contexts that only receive */
 NRMA_ENOSYS_STATIC(ssize_t, no_rma_read, struct fid_ep *ep, void *buf,

@@ -19,7 +19,25 @@
 
 extern struct fi_ops_collective nrma_no_collective_ops;
 extern struct fi_ops_rma nrma_no_rma_ops;
+extern struct fi_ops_msg nrma_no_msg_ops;
+extern struct fi_ops_tagged nrma_no_tagged_ops;
 extern struct fi_ops_atomic nrma_no_atomic_ops;
+
+/* The receives of fi_ops_msg and fi_ops_tagged. */
+ssize_t nrma_no_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+		     fi_addr_t src, void *context);
+ssize_t nrma_no_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+		      size_t count, fi_addr_t src, void *context);
+ssize_t nrma_no_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			uint64_t flags);
+ssize_t nrma_no_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+		      fi_addr_t src, uint64_t tag, uint64_t ignore,
+		      void *context);
+ssize_t nrma_no_trecvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+		       size_t count, fi_addr_t src, uint64_t tag,
+		       uint64_t ignore, void *context);
+ssize_t nrma_no_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			 uint64_t flags);
 
 /* The transmits of fi_ops_msg and fi_ops_tagged. */
 ssize_t nrma_no_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
@@ -50,6 +68,11 @@ ssize_t nrma_no_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
 ssize_t nrma_no_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
 			    uint64_t data, fi_addr_t dest, uint64_t tag);
 
+/* -FI_ENOPROTOOPT: no options at all. */
+int nrma_no_getopt(struct fid *fid, int level, int optname, void *optval,
+		   size_t *optlen);
+int nrma_no_setopt(struct fid *fid, int level, int optname, const void *optval,
+		   size_t optlen);
 int nrma_no_close(struct fid *fid);
 ssize_t nrma_no_cancel(struct fid *fid, void *context);
 ssize_t nrma_no_size_left(struct fid_ep *ep);
@@ -67,8 +90,6 @@ int nrma_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
 int nrma_no_shutdown(struct fid_ep *ep, uint64_t flags);
 int nrma_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 		 struct fid_mc **mc, void *context);
-int nrma_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
-			struct fid_ep **sep, void *context);
 int nrma_no_query_collective(struct fid_domain *domain,
 			     enum fi_collective_op coll,
 			     struct fi_collective_attr *attr, uint64_t flags);

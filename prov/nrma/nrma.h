@@ -87,6 +87,7 @@ struct nrma_cm_ops;
 struct nrma_cm_req;
 struct nrma_conn;
 struct nrma_recv_args;
+struct nrma_sep;
 struct rdma_cm_id;
 struct nrma_cm_thread;
 struct nrma_cntr;
@@ -396,6 +397,27 @@ enum nrma_xfer_class {
 
 #define NRMA_DEFAULT_MIN_MULTI_RECV 4096
 
+/*
+ * What an endpoint is: the application's own, a transmit context of a
+ * scalable endpoint (nrma_sep.c), or the hidden endpoint that holds a
+ * scalable endpoint's name, connections and receive side.
+ */
+enum nrma_ep_role {
+	NRMA_EP_OWN,
+	NRMA_EP_TX_CTX,
+	NRMA_EP_SEP_CORE,
+};
+
+/*
+ * How an endpoint a scalable endpoint is made of reaches it (nrma_sep.c):
+ * the object above, through these only.
+ */
+struct nrma_ep_owner {
+	/* At fi_enable, with ep->lock held: the owner's AV and name. */
+	int (*enable)(struct nrma_ep *ep);
+	void (*closed)(struct nrma_ep *ep);
+};
+
 /* RDM endpoint */
 struct nrma_ep {
 	struct nrma_ep_path path; /* the endpoint's own */
@@ -418,6 +440,9 @@ struct nrma_ep {
 	struct nrma_eq *eq;
 	struct fid *srx; /* shared contexts bound (nrma_srx.c) */
 	struct fid *stx;
+	enum nrma_ep_role role;
+	struct nrma_ep_owner *owner; /* a transmit context's */
+	uint16_t ctx_id;	 /* what its connections say it is (cm data) */
 	struct sockaddr_in name; /* fixed at fi_enable */
 	bool enabled;
 	atomic_int aliases; /* open aliases keep it from closing */
@@ -456,11 +481,21 @@ int nrma_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
 int nrma_srx_bind(struct nrma_ep *ep, struct fid *srx);
 int nrma_stx_bind(struct nrma_ep *ep, struct fid *stx);
 void nrma_ctx_unbind(struct nrma_ep *ep);
-/* fi_recv and friends on an endpoint or a shared receive context. */
-ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
-uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid);
+ssize_t nrma_srx_recv(struct fid_ep *srx, const struct nrma_recv_args *a);
+/* A context's receive attributes: base, narrowed by what is wanted. */
+int nrma_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
+		     const struct fi_rx_attr *want);
+uint64_t nrma_srx_op_flags(struct fid_ep *srx);
 extern struct fi_ops_msg nrma_srx_msg_ops;
 extern struct fi_ops_tagged nrma_srx_tagged_ops;
+
+/* Scalable endpoints (nrma_sep.c) */
+#define NRMA_SEP_CTX_MAX 16 /* contexts each way, each an endpoint's worth */
+int nrma_sep_open(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **sep, void *context);
+ssize_t nrma_rxc_recv(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
+extern struct fi_ops_msg nrma_txc_msg_ops;
+extern struct fi_ops_tagged nrma_txc_tagged_ops;
 
 /* Passive endpoints (nrma_pep.c) */
 int nrma_pep_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -564,6 +599,9 @@ size_t nrma_xfer_rx_left(const struct nrma_ep *ep);
 
 extern struct fi_ops_msg nrma_msg_ops;
 extern struct fi_ops_tagged nrma_tagged_ops;
+/* fi_recv and friends on any receiving fid (nrma_msg.c). */
+ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
+uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid);
 extern struct fi_ops_rma nrma_rma_ops;
 extern struct fi_ops_atomic nrma_atomic_ops;
 int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,

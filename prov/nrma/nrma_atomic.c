@@ -255,7 +255,8 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 		a.compare = *(const uint64_t *) comparev[0].addr;
 	if (kind != NRMA_ATOMIC_BASE)
 		a.result = resultv[0].addr;
-	return nrma_tx_submit(ep, a.dest, atomic_post, &a, NRMA_ATOMIC_SIZE);
+	return nrma_tx_submit(ep, a.dest, atomic_post, &a, NRMA_ATOMIC_SIZE,
+			      false);
 }
 
 /* The message of a call with one remote element, and room for its ioc. */

@@ -17,7 +17,7 @@
 #define NRMA_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define NRMA_TX_CAPS                                                   \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | \
-	 FI_WRITE | FI_FENCE)
+	 FI_WRITE | FI_FENCE | FI_NAMED_RX_CTX)
 #define NRMA_RX_CAPS                                                          \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | \
 	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |         \
@@ -136,8 +136,11 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev,
 	info->domain_attr->ep_cnt = lim->max_qp;
 	info->domain_attr->tx_ctx_cnt = lim->max_qp;
 	info->domain_attr->rx_ctx_cnt = lim->max_qp;
-	info->domain_attr->max_ep_tx_ctx = 1;
-	info->domain_attr->max_ep_rx_ctx = 1;
+	/* Scalable endpoints (RDM): contexts each way, an endpoint's worth
+	 * of resources each. */
+	info->domain_attr->max_ep_tx_ctx =
+		type == FI_EP_RDM ? NRMA_SEP_CTX_MAX : 1;
+	info->domain_attr->max_ep_rx_ctx = info->domain_attr->max_ep_tx_ctx;
 	/* An endpoint may share one transmit and one receive context. */
 	info->domain_attr->max_ep_stx_ctx = 1;
 	info->domain_attr->max_ep_srx_ctx = 1;
@@ -255,7 +258,8 @@ static bool ctx_cnt_unmet(size_t want, size_t have)
 }
 
 static bool ep_unmet(const struct fi_ep_attr *prov,
-		     const struct fi_ep_attr *want)
+		     const struct fi_ep_attr *want, size_t max_tx,
+		     size_t max_rx)
 {
 	return (want->type != FI_EP_UNSPEC && want->type != prov->type) ||
 	       (want->protocol != FI_PROTO_UNSPEC &&
@@ -265,8 +269,8 @@ static bool ep_unmet(const struct fi_ep_attr *prov,
 	       exceeds(want->max_order_raw_size, prov->max_order_raw_size) ||
 	       exceeds(want->max_order_war_size, prov->max_order_war_size) ||
 	       exceeds(want->max_order_waw_size, prov->max_order_waw_size) ||
-	       ctx_cnt_unmet(want->tx_ctx_cnt, prov->tx_ctx_cnt) ||
-	       ctx_cnt_unmet(want->rx_ctx_cnt, prov->rx_ctx_cnt) ||
+	       ctx_cnt_unmet(want->tx_ctx_cnt, max_tx) ||
+	       ctx_cnt_unmet(want->rx_ctx_cnt, max_rx) ||
 	       exceeds(want->auth_key_size, 0);
 }
 
@@ -339,7 +343,9 @@ int nrma_info_match(uint32_t version, const struct fi_info *prov,
 	    (hints->domain_attr &&
 	     domain_unmet(version, prov->domain_attr, hints->domain_attr,
 			  requested_caps(hints))) ||
-	    (hints->ep_attr && ep_unmet(prov->ep_attr, hints->ep_attr)) ||
+	    (hints->ep_attr && ep_unmet(prov->ep_attr, hints->ep_attr,
+					prov->domain_attr->max_ep_tx_ctx,
+					prov->domain_attr->max_ep_rx_ctx)) ||
 	    (hints->tx_attr && tx_unmet(prov->tx_attr, hints->tx_attr)) ||
 	    (hints->rx_attr &&
 	     rx_unmet(prov->rx_attr, hints->rx_attr, asked_only)))
@@ -430,10 +436,11 @@ static void narrow_contexts(struct fi_info *info, const struct fi_info *hints)
 		info->rx_attr->iov_limit = hinted(hints->rx_attr->iov_limit,
 						  info->rx_attr->iov_limit);
 	}
-	if (hints->ep_attr && hints->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT)
-		info->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
-	if (hints->ep_attr && hints->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
-		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	/* Shared contexts, or a scalable endpoint's, as asked. */
+	if (hints->ep_attr && hints->ep_attr->tx_ctx_cnt)
+		info->ep_attr->tx_ctx_cnt = hints->ep_attr->tx_ctx_cnt;
+	if (hints->ep_attr && hints->ep_attr->rx_ctx_cnt)
+		info->ep_attr->rx_ctx_cnt = hints->ep_attr->rx_ctx_cnt;
 	/* Tags match on all 64 bits under any ignore mask, so every format
 	 * an application picks works as it says (FI_TAG_MPI, FI_TAG_CCL,
 	 * or 1.x bit fields). */

@@ -244,8 +244,9 @@ static int av_attr_check(const struct fi_av_attr *attr)
 		return -FI_EBADFLAGS;
 	if (attr->name || attr->map_addr)
 		return -FI_ENOSYS; /* no shared, named AVs */
-	if (attr->rx_ctx_bits)
-		return -FI_EINVAL; /* no scalable endpoints */
+	/* A scalable endpoint's receive contexts fit in eight bits. */
+	if (attr->rx_ctx_bits < 0 || attr->rx_ctx_bits > 16)
+		return -FI_EINVAL;
 	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP &&
 	    attr->type != FI_AV_TABLE)
 		return -FI_EINVAL;
@@ -272,6 +273,7 @@ int nrma_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 	if (!av)
 		return -FI_ENOMEM;
 	nrma_addr_table_init(&av->table);
+	av->table.rx_ctx_bits = attr->rx_ctx_bits;
 	av->type = attr->type != FI_AV_UNSPEC  ? attr->type :
 		   domain_type != FI_AV_UNSPEC ? domain_type :
 						 FI_AV_TABLE;

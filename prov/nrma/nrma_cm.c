@@ -152,7 +152,7 @@ int nrma_cm_name(struct nrma_cm *cm, struct sockaddr_in *name)
 int nrma_cm_enable(struct nrma_cm *cm, const struct nrma_cm_attr *attr)
 {
 	cm->attr = *attr;
-	if (attr->msg)
+	if (attr->msg || attr->no_listen)
 		return 0;
 	return rdma_listen(cm->listen_id, 0) ? -errno : 0;
 }
@@ -188,6 +188,7 @@ static void cm_conn_data_init(const struct nrma_conn *conn,
 {
 	cm_data_init(conn->cm, data, NRMA_REJECT_NONE);
 	data->grant = cm_conn_grant(conn);
+	data->ctx = conn->cm->attr.ctx;
 }
 
 /* What the peer's connect or accept data grants us. */
@@ -433,7 +434,7 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 	if (conn && conn->state != NRMA_CONN_FAILED)
 		return -FI_EAGAIN;
 	/* The peer connected to us: before we knew it, or after our try. */
-	accepted = nrma_conn_table_by_name(&cm->table, peer);
+	accepted = nrma_conn_table_by_name(&cm->table, peer, 0);
 	if (accepted) {
 		if (conn)
 			conn_drop(conn);
@@ -554,6 +555,7 @@ static void cm_on_established(struct nrma_conn *conn, struct rdma_cm_event *ev)
 	if (conn->outgoing)
 		cm_conn_grant_take(conn, &data->grant);
 	cm_conn_up(conn);
+	conn->cm->attr.ops->connected(conn->cm->attr.arg, conn, NULL, 0);
 }
 
 static void cm_reject(struct nrma_cm *cm, struct rdma_cm_id *id,
@@ -621,7 +623,8 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 	/* An endpoint sending to itself: its outgoing end stays for sends. */
 	self = !nrma_addr_cmp(&req->name, &cm->attr.name);
 	existing = self ? NULL :
-			  nrma_conn_table_by_name(&cm->table, &req->name);
+			  nrma_conn_table_by_name(&cm->table, &req->name,
+						  req->ctx);
 	switch (nrma_conn_request_verdict(&cm->attr.name, existing)) {
 	case NRMA_CONN_BUSY:
 		cm->attr.ops->probe(cm->attr.arg, existing);
@@ -639,6 +642,7 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 		return NRMA_CM_DESTROY_ID;
 	}
 	cm_conn_grant_take(conn, &req->grant);
+	conn->peer_ctx = req->ctx;
 	conn->loopback = self;
 	if (existing)
 		cm_replace(conn, existing);

@@ -75,6 +75,7 @@ struct nrma_conn {
 	bool announced;		 /* FI_EP_MSG: the endpoint heard it is up */
 	bool loopback;		 /* our own request: we receive on it */
 	struct sockaddr_in peer; /* the peer endpoint's name */
+	uint16_t peer_ctx;	 /* and context (nrma_proto.h), 0 if ours */
 	fi_addr_t fi_addr;	 /* FI_ADDR_NOTAVAIL until known */
 	uint32_t qp_num;
 	size_t sq_free;	      /* send queue slots not in use */
@@ -124,9 +125,11 @@ int nrma_conn_table_map_qp(struct nrma_conn_table *table,
 			   struct nrma_conn *conn, uint32_t qp_num);
 struct nrma_conn *nrma_conn_table_by_addr(const struct nrma_conn_table *table,
 					  fi_addr_t fi_addr);
-/* A live connection to the peer named name, loopback ones aside. */
+/* A live connection from the peer named name's context ctx, loopback
+ * ones aside. */
 struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
-					  const struct sockaddr_in *name);
+					  const struct sockaddr_in *name,
+					  uint16_t ctx);
 struct nrma_conn *nrma_conn_table_by_qp(const struct nrma_conn_table *table,
 					uint32_t qp_num);
 
@@ -159,7 +162,7 @@ struct nrma_cm_ops {
 	int (*conn_open)(void *arg, struct nrma_conn *conn);
 	/* conn is being freed: nothing uses it any more. */
 	void (*conn_close)(void *arg, struct nrma_conn *conn);
-	/* FI_EP_MSG: conn is up; the peer's accept data, if we connected. */
+	/* conn is up; FI_EP_MSG: the peer's accept data, if we connected. */
 	void (*connected)(void *arg, struct nrma_conn *conn, const void *app,
 			  size_t len);
 };
@@ -172,6 +175,8 @@ struct nrma_cm_attr {
 	size_t max_sge;
 	size_t rd_atomic_depth;	 /* RDMA reads and atomics in flight */
 	struct sockaddr_in name; /* the endpoint's, for private data */
+	uint16_t ctx;		 /* its context, for private data */
+	bool no_listen;		 /* transmits only: nobody connects to it */
 	uint32_t notify_rkey;	 /* its notification cell, 0: none */
 	uint32_t keytab_rkey;	 /* its domain's key table */
 	uint32_t keytab_slots;

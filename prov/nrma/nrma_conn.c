@@ -90,7 +90,8 @@ struct nrma_conn *nrma_conn_table_by_addr(const struct nrma_conn_table *table,
 }
 
 struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
-					  const struct sockaddr_in *name)
+					  const struct sockaddr_in *name,
+					  uint16_t ctx)
 {
 	struct nrma_dlist *item;
 
@@ -99,7 +100,7 @@ struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
 			nrma_container_of(item, struct nrma_conn, link);
 
 		if (conn->state != NRMA_CONN_FAILED && !conn->loopback &&
-		    !nrma_addr_cmp(&conn->peer, name))
+		    !nrma_addr_cmp(&conn->peer, name) && conn->peer_ctx == ctx)
 			return conn;
 	}
 	return NULL;

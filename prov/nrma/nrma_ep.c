@@ -175,6 +175,9 @@ static int ep_enable_check(const struct nrma_ep *ep)
 {
 	if (ep->enabled)
 		return -FI_EOPBADSTATE;
+	/* A scalable endpoint checks what its core needs itself. */
+	if (ep->role == NRMA_EP_SEP_CORE)
+		return 0;
 	if (nrma_ep_is_msg(ep) && !ep->eq)
 		return -FI_ENOEQ;
 	/* Shared contexts the endpoint was made for must be bound. */
@@ -185,7 +188,8 @@ static int ep_enable_check(const struct nrma_ep *ep)
 		return -FI_ENOAV;
 	if (!ep->tx_cq && !ep->send_cntr && !ep->read_cntr && !ep->write_cntr)
 		return -FI_ENOCQ;
-	if (!ep->rx_cq && !ep->recv_cntr)
+	/* A transmit context receives nothing but what its sends bring. */
+	if (!ep->rx_cq && !ep->recv_cntr && ep->role != NRMA_EP_TX_CTX)
 		return -FI_ENOCQ;
 	return 0;
 }
@@ -235,6 +239,8 @@ static struct nrma_cm_attr ep_cm_attr(struct nrma_ep *ep)
 					    &nrma_progress_cm_ops,
 		.arg = ep,
 		.msg = nrma_ep_is_msg(ep),
+		.ctx = ep->ctx_id,
+		.no_listen = ep->role == NRMA_EP_TX_CTX,
 	};
 }
 
@@ -244,9 +250,12 @@ int nrma_ep_enable(struct nrma_ep *ep)
 	int ret;
 
 	pthread_mutex_lock(ep->lock);
-	ret = ep_enable_check(ep);
+	/* A transmit context takes its scalable endpoint's AV and name. */
+	ret = ep->owner ? ep->owner->enable(ep) : 0;
+	if (!ret)
+		ret = ep_enable_check(ep);
 	/* An RDM endpoint's name goes to peers in its connection data. */
-	if (!ret && !nrma_ep_is_msg(ep))
+	if (!ret && !nrma_ep_is_msg(ep) && ep->role != NRMA_EP_TX_CTX)
 		ret = nrma_cm_name(ep->cm, &ep->name);
 	pthread_mutex_unlock(ep->lock);
 	if (!ret)
@@ -346,6 +355,8 @@ static int nrma_ep_close(struct fid *fid)
 	}
 	ep_unbind_all(ep);
 	nrma_ctx_unbind(ep);
+	if (ep->owner)
+		ep->owner->closed(ep);
 	nrma_cm_close(ep->cm);
 	nrma_xfer_close(ep);
 	nrma_verbs_ep_close(ep->verbs);

@@ -35,6 +35,7 @@ struct nrma_rx_entry {
 	size_t reads;	/* rendezvous reads landing in it */
 	bool released;	/* off the posted queue */
 	bool cancelled; /* FI_ECANCELED once reads are done */
+	void *ctx;	/* the receive context it was posted to */
 };
 
 /*

@@ -3,6 +3,29 @@
 #include "nrma.h"
 #include "nrma_enosys.h"
 
+/*
+ * fi_recv and friends reach an endpoint, a shared receive context
+ * (nrma_srx.c) or a scalable endpoint's receive context (nrma_sep.c).
+ */
+ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
+{
+	switch (ep_fid->fid.fclass) {
+	case FI_CLASS_RX_CTX:
+		return nrma_rxc_recv(ep_fid, a);
+	case FI_CLASS_SRX_CTX:
+		return nrma_srx_recv(ep_fid, a);
+	default:
+		return nrma_recv(nrma_ep_of(ep_fid), a);
+	}
+}
+
+uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid)
+{
+	if (ep_fid->fid.fclass == FI_CLASS_SRX_CTX)
+		return nrma_srx_op_flags(ep_fid);
+	return nrma_path_of(ep_fid)->rx_op_flags;
+}
+
 static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 				uint64_t flags)
 {
@@ -141,4 +164,18 @@ struct fi_ops_msg nrma_srx_msg_ops = {
 	.inject = nrma_no_inject,
 	.senddata = nrma_no_senddata,
 	.injectdata = nrma_no_injectdata,
+};
+
+/* A scalable endpoint's transmit context's (nrma_sep.c): it only sends. */
+struct fi_ops_msg nrma_txc_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = nrma_no_recv,
+	.recvv = nrma_no_recvv,
+	.recvmsg = nrma_no_recvmsg,
+	.send = nrma_msg_send,
+	.sendv = nrma_msg_sendv,
+	.sendmsg = nrma_msg_sendmsg,
+	.inject = nrma_msg_inject,
+	.senddata = nrma_msg_senddata,
+	.injectdata = nrma_msg_injectdata,
 };

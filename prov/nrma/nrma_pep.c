@@ -250,22 +250,11 @@ static int nrma_pep_getopt(fid_t fid, int level, int optname, void *optval,
 	return 0;
 }
 
-static int nrma_pep_setopt(fid_t fid, int level, int optname,
-			   const void *optval, size_t optlen)
-{
-	(void) fid;
-	(void) level;
-	(void) optname;
-	(void) optval;
-	(void) optlen;
-	return -FI_ENOPROTOOPT;
-}
-
 static struct fi_ops_ep nrma_pep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = nrma_no_cancel,
 	.getopt = nrma_pep_getopt,
-	.setopt = nrma_pep_setopt,
+	.setopt = nrma_no_setopt,
 	.tx_ctx = nrma_no_tx_ctx,
 	.rx_ctx = nrma_no_rx_ctx,
 	.rx_size_left = nrma_no_size_left,

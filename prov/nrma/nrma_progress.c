@@ -189,7 +189,8 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		nrma_op_free(ep->xfer, op);
 		break;
 	case NRMA_OP_READ:
-		op->rx->reads--;
+		if (op->rx) /* else its receive context closed */
+			op->rx->reads--;
 		if (!op->wc_pending && !op->queued)
 			nrma_read_finish(ep, op);
 		break;
@@ -264,6 +265,7 @@ int nrma_progress_poll(struct nrma_ep *ep)
 	nrma_reads_retry(ep);
 	nrma_acks_retry(ep);
 	nrma_batch_retry(ep);
+	nrma_send_connecting(ep);
 	nrma_credit_progress(ep);
 	nrma_send_check_peers(ep);
 	return n > 0 ? n : 0;
@@ -730,10 +732,25 @@ void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)
 	nrma_rkey_conn_close(conn);
 }
 
+/*
+ * Sends that waited for a connection go as it comes up, with no call of
+ * the application's: connections are made by control progress, which is
+ * automatic.
+ */
+static void progress_connected(void *arg, struct nrma_conn *conn,
+			       const void *app, size_t len)
+{
+	(void) conn;
+	(void) app;
+	(void) len;
+	nrma_send_connecting(arg);
+}
+
 const struct nrma_cm_ops nrma_progress_cm_ops = {
 	.conn_failed = progress_conn_failed,
 	.drain = nrma_progress_drain,
 	.probe = nrma_progress_probe,
 	.conn_open = nrma_progress_conn_open,
 	.conn_close = nrma_progress_conn_close,
+	.connected = progress_connected,
 };

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION 5
+#define NRMA_PROTOCOL_VERSION 6
 
 /* iovs per operation, and so rendezvous segments per message */
 #define NRMA_IOV_LIMIT 4
@@ -63,13 +63,20 @@ struct nrma_cm_grant {
 /* Whether a grant gives credits and names their cell. */
 bool nrma_cm_grant_valid(const struct nrma_cm_grant *grant);
 
-/* RDM connect, accept and reject private data. */
+/*
+ * RDM connect, accept and reject private data.  A connection is known by
+ * its peer's name and context: 0 for an endpoint's own, i + 1 for the
+ * transmit context i of a scalable endpoint, which connects under the
+ * scalable endpoint's name.
+ */
 struct nrma_cm_data {
 	uint32_t magic;		 /* network byte order */
 	uint16_t version;	 /* network byte order */
 	uint16_t reject_reason;	 /* network byte order */
 	struct sockaddr_in name; /* the sender endpoint's name */
 	struct nrma_cm_grant grant;
+	uint16_t ctx; /* the sender's context */
+	uint16_t reserved;
 };
 
 _Static_assert(sizeof(struct nrma_cm_data) <= NRMA_CM_REQ_DATA_MAX,
@@ -129,11 +136,14 @@ enum nrma_hdr_op {
 /* An ACK that says the receive failed: the send fails too. */
 #define NRMA_HDR_NACK	 (1 << 3)
 
+/* Receive contexts a message may name (a scalable endpoint's). */
+#define NRMA_RX_CTX_MAX 256
+
 struct nrma_hdr {
 	uint8_t op;
 	uint8_t flags;
 	uint8_t seg_count; /* rendezvous segments that follow */
-	uint8_t reserved;
+	uint8_t rx_ctx;	   /* the receiver's receive context (named) */
 	uint32_t cq_data;
 	uint64_t token; /* the sender's operation, for ACK */
 	uint64_t len;	/* message length */

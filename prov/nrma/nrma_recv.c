@@ -16,6 +16,15 @@
 
 /* Completions of receives */
 
+/* Who reports rx's completions: its context's reporter, else ep. */
+static struct nrma_ep *recv_reporter_of(struct nrma_ep *ep,
+					const struct nrma_rx_entry *rx)
+{
+	const struct nrma_rx_ctx *rc = rx->ctx;
+
+	return rc->reporter ? rc->reporter : ep;
+}
+
 static uint64_t recv_comp_flags(const struct nrma_rx_entry *rx)
 {
 	return FI_RECV | (rx->flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
@@ -40,6 +49,7 @@ static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 			size_t len, uint64_t flags, uint32_t cq_data,
 			uint64_t tag, fi_addr_t src, size_t truncated)
 {
+	struct nrma_ep *rep = recv_reporter_of(ep, rx);
 	struct nrma_comp comp = {
 		.context = rx->context,
 		.flags = flags | recv_comp_flags(rx) |
@@ -47,7 +57,7 @@ static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 					  !rx->reads && !rx->cancelled ?
 				  FI_MULTI_RECV :
 				  0) |
-			 recv_completion(ep, rx),
+			 recv_completion(rep, rx),
 		.len = len,
 		.buf = buf,
 		.data = cq_data,
@@ -59,7 +69,7 @@ static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 		comp.olen = truncated;
 		comp.err = FI_ETRUNC;
 	}
-	nrma_comp_recv(ep, &comp);
+	nrma_comp_recv(rep, &comp);
 }
 
 /*
@@ -79,9 +89,9 @@ static void recv_rx_done(struct nrma_ep *ep, struct nrma_rx_entry *rx)
 
 	if (rx->cancelled && !rx->reads) {
 		rx->cancelled = false;
-		nrma_comp_recv(ep, &comp);
+		nrma_comp_recv(recv_reporter_of(ep, rx), &comp);
 	}
-	nrma_rx_entry_done(&ep->xfer->rx->match, rx);
+	nrma_rx_entry_done(&((struct nrma_rx_ctx *) rx->ctx)->match, rx);
 }
 
 /* Receive buffers */
@@ -231,6 +241,11 @@ void nrma_acks_retry(struct nrma_ep *ep)
 
 /* Delivery of a message into a matched receive */
 
+static size_t recv_min_multi(const struct nrma_rx_entry *rx)
+{
+	return ((const struct nrma_rx_ctx *) rx->ctx)->min_multi_recv;
+}
+
 static void recv_deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 			       const struct nrma_hdr *hdr, size_t len,
 			       struct nrma_conn *conn)
@@ -238,7 +253,7 @@ static void recv_deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	size_t room = nrma_rx_space(rx), copy = len < room ? len : room;
 	size_t offset = rx->offset;
 	uint64_t flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
-	void *buf = nrma_rx_take(rx, copy, ep->xfer->rx->min_multi_recv);
+	void *buf = nrma_rx_take(rx, copy, recv_min_multi(rx));
 
 	nrma_iov_scatter(rx->iov, rx->count, offset, hdr + 1, copy);
 	recv_report(ep, rx, buf, copy, flags, hdr->cq_data, hdr->tag,
@@ -448,8 +463,7 @@ static bool recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	};
 	struct nrma_op *op;
 
-	where.rx_buf =
-		nrma_rx_take(rx, where.len, ep->xfer->rx->min_multi_recv);
+	where.rx_buf = nrma_rx_take(rx, where.len, recv_min_multi(rx));
 	op = nrma_dlist_empty(&ep->xfer->stalled_reads) ?
 		     nrma_op_alloc(ep->xfer, NRMA_OP_READ, conn) :
 		     NULL;
@@ -465,6 +479,13 @@ void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	struct nrma_rx_entry *rx = op->rx;
 
+	/* Its receive's context closed: nothing to report; the sender's
+	 * send fails. */
+	if (!rx) {
+		recv_ack_send(ep, op->conn, op->peer_token, true);
+		nrma_op_free(ep->xfer, op);
+		return;
+	}
 	if (op->error) {
 		struct nrma_comp comp = {
 			.context = rx->context,
@@ -473,7 +494,7 @@ void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 			.prov_errno = op->prov_errno,
 		};
 
-		nrma_comp_recv(ep, &comp);
+		nrma_comp_recv(recv_reporter_of(ep, rx), &comp);
 	} else {
 		recv_report(ep, rx, op->rx_buf, op->len, op->rx_flags,
 			    op->cq_data, op->tag, nrma_source_of(ep, op->conn),
@@ -498,8 +519,9 @@ static bool recv_deliver(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 }
 
 /* Every receive buffer has its entry for the message it may hold. */
-static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
-		      uint32_t buf, uint32_t len, struct nrma_conn *conn)
+static void recv_hold(struct nrma_ep *ep, struct nrma_rx_ctx *rc,
+		      const struct nrma_hdr *hdr, uint32_t buf, uint32_t len,
+		      struct nrma_conn *conn)
 {
 	struct nrma_unexp *unexp = &ep->xfer->unexp[buf];
 
@@ -510,8 +532,7 @@ static void recv_hold(struct nrma_ep *ep, const struct nrma_hdr *hdr,
 		.peer = conn,
 		.owner = ep,
 	};
-	nrma_match_hold(&ep->xfer->rx->match, unexp,
-			hdr->flags & NRMA_HDR_TAGGED);
+	nrma_match_hold(&rc->match, unexp, hdr->flags & NRMA_HDR_TAGGED);
 	nrma_srq_refill(ep);
 }
 
@@ -529,13 +550,29 @@ static void recv_malformed(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		nrma_conn_fail(conn, -FI_EIO);
 }
 
+/*
+ * The receive context a message names: one of a scalable endpoint's that
+ * is open, else none (the message is malformed).
+ */
+static struct nrma_rx_ctx *recv_ctx_of(struct nrma_ep *ep,
+				       const struct nrma_hdr *hdr)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	if (!x->named)
+		return hdr->rx_ctx ? NULL : x->rx;
+	return hdr->rx_ctx < x->nnamed ? x->named[hdr->rx_ctx] : NULL;
+}
+
 void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		       struct nrma_conn *conn)
 {
 	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
 	struct nrma_rx_entry *rx;
+	struct nrma_rx_ctx *rc = NULL;
 
 	if (nrma_hdr_check(hdr, len) ||
+	    (hdr->op != NRMA_HDR_ACK && !(rc = recv_ctx_of(ep, hdr))) ||
 	    (conn &&
 	     !nrma_credit_arrived(ep, conn, buf,
 				  hdr->op == NRMA_HDR_ACK ? NRMA_CREDIT_CTL :
@@ -552,13 +589,13 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		nrma_send_acked(ep, token, conn, failed);
 		return;
 	}
-	rx = nrma_match_posted(&ep->xfer->rx->match,
-			       hdr->flags & NRMA_HDR_TAGGED, hdr->tag, conn);
+	rx = nrma_match_posted(&rc->match, hdr->flags & NRMA_HDR_TAGGED,
+			       hdr->tag, conn);
 	NRMA_DBG(FI_LOG_EP_DATA,
 		 "message op %u len %" PRIu64 " flags 0x%x: %s\n", hdr->op,
 		 hdr->len, hdr->flags, rx ? "matched" : "unexpected");
 	if (!rx) {
-		recv_hold(ep, hdr, buf, len, conn);
+		recv_hold(ep, rc, hdr, buf, len, conn);
 		return;
 	}
 	if (!recv_deliver(ep, rx, buf, len, conn))
@@ -630,8 +667,7 @@ static bool recv_args_valid(const struct nrma_rx_ctx *rc,
 	return recv_multi_valid(rc, a);
 }
 
-static void recv_entry_init(const struct nrma_rx_ctx *rc,
-			    struct nrma_rx_entry *rx,
+static void recv_entry_init(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx,
 			    const struct nrma_recv_args *a)
 {
 	memcpy(rx->iov, a->iov, a->count * sizeof(*rx->iov));
@@ -643,6 +679,7 @@ static void recv_entry_init(const struct nrma_rx_ctx *rc,
 	rx->ignore = a->ignore;
 	rx->src = recv_directed(rc, a->flags) ? a->src : FI_ADDR_UNSPEC;
 	rx->flags = a->flags;
+	rx->ctx = rc;
 }
 
 static struct nrma_rx_entry *recv_entry_alloc(struct nrma_rx_ctx *rc,
@@ -691,17 +728,25 @@ static void recv_report_held(void *context, const struct nrma_unexp *unexp,
 	nrma_comp_rx_event(ep, &comp);
 }
 
-/* A dropped message's sender may wait for its ACK: it gets one. */
-static void recv_discard(struct nrma_unexp *unexp)
+/*
+ * A dropped message's sender may wait for its ACK: it gets one, which
+ * fails its send unless the application discarded it (FI_DISCARD).
+ */
+static void recv_drop_held(struct nrma_unexp *unexp, bool failed)
 {
 	struct nrma_ep *ep = unexp->owner;
 	const struct nrma_hdr *hdr = recv_hdr(ep, unexp->buf);
 	uint32_t buf = unexp->buf;
 
 	if (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ))
-		recv_ack_send(ep, unexp->peer, hdr->token, false);
+		recv_ack_send(ep, unexp->peer, hdr->token, failed);
 	nrma_match_forget(unexp);
 	nrma_rx_buf_release(ep, buf);
+}
+
+static void recv_discard(struct nrma_unexp *unexp)
+{
+	recv_drop_held(unexp, false);
 }
 
 /*
@@ -710,6 +755,8 @@ static void recv_discard(struct nrma_unexp *unexp)
  */
 static struct nrma_ep *recv_reporter(const struct nrma_rx_ctx *rc)
 {
+	if (rc->reporter)
+		return rc->reporter;
 	return rc->count ? rc->eps[0] : NULL;
 }
 
@@ -811,7 +858,7 @@ ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
 
 /* Closing */
 
-static void recv_drop_held(struct nrma_unexp *unexp)
+static void recv_forget_held(struct nrma_unexp *unexp)
 {
 	(void) unexp; /* its buffer goes with its endpoint */
 }
@@ -829,7 +876,7 @@ void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_dlist *item;
 
-	nrma_match_purge(&rc->match, ep, recv_drop_held);
+	nrma_match_purge(&rc->match, ep, recv_forget_held);
 	nrma_dlist_foreach (&x->stalled_reads, item) {
 		struct nrma_stalled_read *s =
 			nrma_container_of(item, struct nrma_stalled_read, link);
@@ -849,5 +896,52 @@ void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 			continue;
 		rc->eps[i] = rc->eps[--rc->count];
 		break;
+	}
+}
+
+static void recv_refuse_held(struct nrma_unexp *unexp)
+{
+	recv_drop_held(unexp, true);
+}
+
+/*
+ * rc closes while ep stays (a scalable endpoint's receive context): the
+ * messages ep holds for it are refused, and ep's reads into its receives
+ * go on, into nothing, then refuse their messages (nrma_read_finish).
+ */
+void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_dlist *item = x->stalled_reads.next;
+
+	nrma_match_purge(&rc->match, ep, recv_refuse_held);
+	while (item != &x->stalled_reads) {
+		struct nrma_stalled_read *st =
+			nrma_container_of(item, struct nrma_stalled_read, link);
+
+		item = item->next;
+		if (st->rx->ctx != rc)
+			continue;
+		nrma_dlist_remove(&st->link);
+		recv_ack_send(ep, st->conn, recv_hdr(ep, st->buf)->token, true);
+		if (st->conn)
+			st->conn->refs--;
+		nrma_rx_buf_release(ep, st->buf);
+		nrma_bufpool_put(&x->stalls,
+				 nrma_bufpool_index(&x->stalls, st));
+	}
+	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
+		struct nrma_op *op = nrma_op_at(x, i);
+
+		if (!nrma_token_in_use(&x->ops, i) ||
+		    op->kind != NRMA_OP_READ || !op->rx || op->rx->ctx != rc)
+			continue;
+		op->rx = NULL;
+		if (op->queued) {
+			nrma_dlist_remove(&op->link);
+			op->queued = false;
+		}
+		if (!op->wc_pending)
+			nrma_read_finish(ep, op);
 	}
 }

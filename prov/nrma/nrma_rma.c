@@ -252,7 +252,7 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	if ((size_t) len != a->len ||
 	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
 		return -FI_EINVAL;
-	return nrma_tx_submit(ep, a->dest, rma_post, a, len);
+	return nrma_tx_submit(ep, a->dest, rma_post, a, len, false);
 }
 
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
@@ -268,6 +268,19 @@ void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_op_free(ep->xfer, op);
 }
 
+/*
+ * Who reports remote CQ data, which names no receive: the endpoint, or a
+ * scalable endpoint's receive context 0 (its core's named contexts).
+ */
+static struct nrma_ep *rma_data_reporter(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	if (x->named)
+		return x->nnamed && x->named[0] ? x->named[0]->reporter : NULL;
+	return ep;
+}
+
 /* An RDMA write with immediate data: the data is in place already. */
 void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 			 struct nrma_conn *conn)
@@ -278,8 +291,10 @@ void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 		.data = wc->imm,
 		.src = nrma_source_of(ep, conn),
 	};
+	struct nrma_ep *reporter = rma_data_reporter(ep);
 
-	nrma_comp_rx_event(ep, &comp);
+	if (reporter) /* else no context is open to report it */
+		nrma_comp_rx_event(reporter, &comp);
 }
 
 static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,

@@ -53,13 +53,21 @@ static int send_fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
 	return sizeof(*hdr) + hdr->seg_count * sizeof(*seg);
 }
 
-static void send_fill_hdr(struct nrma_xfer *x, struct nrma_op *op,
+/* The receive context dest names (fi_rx_addr), of a scalable endpoint. */
+static unsigned int send_rx_ctx(const struct nrma_ep *ep,
+				const struct nrma_send_args *a)
+{
+	return ep->av ? nrma_addr_rx_ctx(&ep->av->table, a->dest) : 0;
+}
+
+static void send_fill_hdr(struct nrma_ep *ep, struct nrma_op *op,
 			  struct nrma_hdr *hdr, const struct nrma_send_args *a,
 			  size_t msg_len)
 {
 	*hdr = (struct nrma_hdr){ .len = msg_len,
-				  .token = nrma_op_token(x, op),
-				  .tag = a->tag };
+				  .token = nrma_op_token(ep->xfer, op),
+				  .tag = a->tag,
+				  .rx_ctx = (uint8_t) send_rx_ctx(ep, a) };
 	if (a->flags & FI_TAGGED)
 		hdr->flags |= NRMA_HDR_TAGGED;
 	if (a->flags & FI_REMOTE_CQ_DATA) {
@@ -93,6 +101,24 @@ static int send_go(struct nrma_xfer *x, struct nrma_op *op)
 	return ret;
 }
 
+/* In order behind those already waiting for credits. */
+static int send_start(struct nrma_ep *ep, struct nrma_op *op)
+{
+	if (nrma_credit_send_waits(op->conn) ||
+	    !nrma_credit_take(op->conn, NRMA_CREDIT_MSG)) {
+		nrma_credit_queue_send(ep, op, false);
+		return 0;
+	}
+	return send_go(ep->xfer, op);
+}
+
+static int send_wait_connection(struct nrma_xfer *x, struct nrma_op *op)
+{
+	op->sent_ms = nrma_now_ms();
+	nrma_dlist_insert_tail(&op->link, &x->connecting);
+	return 0;
+}
+
 static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			 const void *args, size_t msg_len)
 {
@@ -102,25 +128,22 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_op *op;
 	int ret;
 
+	if (conn && !nrma_dlist_empty(&x->connecting))
+		nrma_send_connecting(ep); /* those first */
 	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, true);
 	if (!op)
 		return -FI_EAGAIN;
+	op->dest = a->dest;
 	op->context = a->context;
 	op->len = msg_len;
 	op->flags = FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
 		    nrma_tx_comp_flags(ep, a->flags, a->silent);
 	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
-	send_fill_hdr(x, op, hdr, a, msg_len);
+	send_fill_hdr(ep, op, hdr, a, msg_len);
 	ret = msg_len <= x->eager_size ? (int) send_fill_eager(op, hdr, a) :
 					 send_fill_rndv(ep, op, hdr, a);
-	if (ret >= 0) {
-		/* In order behind those already waiting for credits. */
-		if (nrma_credit_send_waits(conn) ||
-		    !nrma_credit_take(conn, NRMA_CREDIT_MSG))
-			nrma_credit_queue_send(ep, op, false);
-		else
-			ret = send_go(x, op);
-	}
+	if (ret >= 0)
+		ret = conn ? send_start(ep, op) : send_wait_connection(x, op);
 	if (ret < 0) {
 		nrma_op_free(x, op);
 		return ret;
@@ -135,7 +158,11 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 							    NRMA_XFER_MSG;
 	ssize_t len = nrma_tx_len(ep, class, a->iov, a->count, a->flags);
 
-	return len < 0 ? len : nrma_tx_submit(ep, a->dest, send_post, a, len);
+	if (send_rx_ctx(ep, a) >= NRMA_RX_CTX_MAX)
+		return -FI_EINVAL;
+	/* A send may wait for its connection, in order with the next. */
+	return len < 0 ? len :
+			 nrma_tx_submit(ep, a->dest, send_post, a, len, true);
 }
 
 ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -202,8 +229,8 @@ void nrma_send_check_peers(struct nrma_ep *ep)
 		struct nrma_op *op = nrma_op_at(x, i);
 
 		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_SEND &&
-		    (op->ack_pending || op->queued) && !op->wc_pending &&
-		    now - op->sent_ms >= NRMA_ACK_PROBE_MS)
+		    op->conn && (op->ack_pending || op->queued) &&
+		    !op->wc_pending && now - op->sent_ms >= NRMA_ACK_PROBE_MS)
 			nrma_probe(ep, op->conn);
 	}
 }
@@ -236,6 +263,36 @@ void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
 		}
 		if (ret)
 			send_fail(ep, op, -ret);
+	}
+}
+
+/*
+ * Sends that waited for their connections: each joins its connection's
+ * send queue once that is up, in order, or fails with why the connection
+ * could not be made.
+ */
+void nrma_send_connecting(struct nrma_ep *ep)
+{
+	struct nrma_dlist *head = &ep->xfer->connecting, *item = head->next;
+
+	while (item != head) {
+		struct nrma_op *op =
+			nrma_container_of(item, struct nrma_op, link);
+		struct nrma_conn *conn;
+		int ret = nrma_xfer_connection(ep, op->dest, &conn);
+
+		item = item->next;
+		if (ret == -FI_EAGAIN)
+			continue;
+		nrma_dlist_remove(&op->link);
+		if (ret) {
+			send_fail(ep, op, -ret);
+			continue;
+		}
+		op->conn = conn;
+		conn->refs++;
+		nrma_credit_queue_send(ep, op, false);
+		nrma_send_resume(ep, conn);
 	}
 }
 

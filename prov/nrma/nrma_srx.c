@@ -44,27 +44,20 @@ static struct nrma_stx *stx_of_fid(struct fid *fid)
 	return nrma_container_of(fid, struct nrma_stx, stx_fid.fid);
 }
 
-/* Receives through a receive context's fid, or an endpoint's. */
-
-ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
+ssize_t nrma_srx_recv(struct fid_ep *srx_fid, const struct nrma_recv_args *a)
 {
-	struct nrma_srx *srx;
+	struct nrma_srx *srx = srx_of_fid(&srx_fid->fid);
 	ssize_t ret;
 
-	if (ep_fid->fid.fclass != FI_CLASS_SRX_CTX)
-		return nrma_recv(nrma_ep_of(ep_fid), a);
-	srx = srx_of_fid(&ep_fid->fid);
 	pthread_mutex_lock(&srx->domain->ctx_lock);
 	ret = nrma_rx_ctx_recv(&srx->rc, a);
 	pthread_mutex_unlock(&srx->domain->ctx_lock);
 	return ret;
 }
 
-uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid)
+uint64_t nrma_srx_op_flags(struct fid_ep *srx_fid)
 {
-	if (ep_fid->fid.fclass == FI_CLASS_SRX_CTX)
-		return srx_of_fid(&ep_fid->fid)->attr.op_flags;
-	return nrma_path_of(ep_fid)->rx_op_flags;
+	return srx_of_fid(&srx_fid->fid)->attr.op_flags;
 }
 
 /* Binding endpoints */
@@ -234,23 +227,22 @@ static struct fi_ops nrma_srx_fi_ops = {
 };
 
 /* A context's attributes: the domain's endpoints', as far as asked. */
-static int srx_attr_set(struct nrma_srx *srx, const struct fi_rx_attr *want)
+int nrma_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
+		     const struct fi_rx_attr *want)
 {
-	const struct fi_rx_attr *base = srx->domain->info->rx_attr;
-
-	srx->attr = *base;
+	*attr = *base;
 	if (!want)
 		return 0;
 	if (want->size > base->size || want->iov_limit > base->iov_limit ||
 	    (want->caps & ~base->caps) || (want->op_flags & ~NRMA_RX_OP_FLAGS))
 		return -FI_EINVAL;
-	srx->attr.op_flags = want->op_flags;
+	attr->op_flags = want->op_flags;
 	if (want->caps)
-		srx->attr.caps = want->caps;
+		attr->caps = want->caps;
 	if (want->size)
-		srx->attr.size = want->size;
+		attr->size = want->size;
 	if (want->iov_limit)
-		srx->attr.iov_limit = want->iov_limit;
+		attr->iov_limit = want->iov_limit;
 	return 0;
 }
 
@@ -264,7 +256,7 @@ int nrma_srx_open(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
 	if (!srx)
 		return -FI_ENOMEM;
 	srx->domain = domain;
-	ret = srx_attr_set(srx, attr);
+	ret = nrma_rx_attr_set(&srx->attr, domain->info->rx_attr, attr);
 	if (!ret)
 		ret = nrma_rx_ctx_init(&srx->rc, srx->attr.size, srx->attr.caps,
 				       srx->attr.iov_limit);

@@ -162,3 +162,17 @@ struct fi_ops_tagged nrma_srx_tagged_ops = {
 	.senddata = nrma_no_tsenddata,
 	.injectdata = nrma_no_tinjectdata,
 };
+
+/* A scalable endpoint's transmit context's (nrma_sep.c): it only sends. */
+struct fi_ops_tagged nrma_txc_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = nrma_no_trecv,
+	.recvv = nrma_no_trecvv,
+	.recvmsg = nrma_no_trecvmsg,
+	.send = nrma_tagged_send,
+	.sendv = nrma_tagged_sendv,
+	.sendmsg = nrma_tagged_sendmsg,
+	.inject = nrma_tagged_inject,
+	.senddata = nrma_tagged_senddata,
+	.injectdata = nrma_tagged_injectdata,
+};

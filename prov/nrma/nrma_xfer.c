@@ -253,8 +253,8 @@ fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn)
  * The connection to dest, once it is up; a connected endpoint's one, and
  * dest means nothing.  Called with ep->lock held.
  */
-static int xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
-			   struct nrma_conn **conn)
+int nrma_xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
+			 struct nrma_conn **conn)
 {
 	struct sockaddr_in peer;
 
@@ -266,6 +266,8 @@ static int xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
 			       0 :
 			       -FI_ENOTCONN;
 	}
+	/* A scalable peer's receive contexts share one connection. */
+	dest = nrma_addr_base(&ep->av->table, dest);
 	if (nrma_addr_table_get(&ep->av->table, dest, &peer))
 		return -FI_EINVAL;
 	return nrma_conn_get(ep->cm, dest, &peer, conn);
@@ -324,6 +326,12 @@ void nrma_tx_ended(struct nrma_xfer *x)
 	x->sends--;
 }
 
+void nrma_xfer_name_rx(struct nrma_ep *ep, struct nrma_rx_ctx **rcs, size_t n)
+{
+	ep->xfer->named = rcs;
+	ep->xfer->nnamed = n;
+}
+
 void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx)
 {
 	struct nrma_xfer *x = ep->xfer;
@@ -336,16 +344,19 @@ void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx)
 
 /*
  * Posts an application's transmit with post() once the connection to
- * dest is up.  A full queue progresses the endpoint and says -FI_EAGAIN.
+ * dest is up, or, if it may wait, while it is being made.  A full queue
+ * progresses the endpoint and says -FI_EAGAIN.
  */
 ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
-		       const void *args, size_t len)
+		       const void *args, size_t len, bool may_wait)
 {
-	struct nrma_conn *conn;
+	struct nrma_conn *conn = NULL;
 	ssize_t ret;
 
 	pthread_mutex_lock(ep->lock);
-	ret = xfer_connection(ep, dest, &conn);
+	ret = nrma_xfer_connection(ep, dest, &conn);
+	if (ret == -FI_EAGAIN && may_wait)
+		ret = 0;
 	if (!ret) {
 		ret = post(ep, conn, args, len);
 		if (ret == -FI_EAGAIN)
@@ -420,7 +431,9 @@ int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 		return -FI_ENOMEM;
 	rc->eps = eps;
 	rc->eps[rc->count++] = ep;
-	ep->xfer->rx = rc;
+	/* A scalable endpoint's core keeps its own: messages name theirs. */
+	if (!ep->xfer->named)
+		ep->xfer->rx = rc;
 	return 0;
 }
 
@@ -517,6 +530,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->blocked_conns);
 	nrma_dlist_init(&x->credit_owed);
 	nrma_dlist_init(&x->batch_deferred);
+	nrma_dlist_init(&x->connecting);
 	ep->xfer = x;
 	ret = xfer_pools_init(ep, x);
 	if (ret) {

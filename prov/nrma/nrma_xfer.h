@@ -88,7 +88,8 @@ struct nrma_op {
 	size_t rx_offset; /* where the next segment lands */
 	size_t left;	  /* bytes still to read */
 	uint32_t lkey[NRMA_IOV_LIMIT];
-	bool queued; /* a read on pending_reads, a send on its send_queue */
+	bool queued;	/* a read on pending_reads, a send on its send_queue */
+	fi_addr_t dest; /* NRMA_OP_SEND: where it goes */
 	struct nrma_rx_entry *rx;
 	uint64_t peer_token;
 	uint64_t resolving; /* NRMA_OP_RESOLVE: the key it looks up */
@@ -136,6 +137,9 @@ struct nrma_rx_ctx {
 	size_t min_multi_recv;
 	struct nrma_ep **eps; /* whose messages it matches */
 	size_t count;
+	/* Whose CQ and counters report its receives, if not the endpoint
+	 * the message reached: a scalable endpoint's receive context. */
+	struct nrma_ep *reporter;
 };
 
 int nrma_rx_ctx_init(struct nrma_rx_ctx *rc, size_t size, uint64_t caps,
@@ -145,6 +149,8 @@ int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
 /* ep leaves: the messages it holds go, and so do its reads into rc's
  * receives; ep is closing. */
 void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
+/* rc closes, ep stays: what ep holds or reads for rc is refused. */
+void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
 /* Posting, with the lock of rc's endpoints held (nrma_recv.c). */
 ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc,
 			 const struct nrma_recv_args *args);
@@ -178,6 +184,10 @@ struct nrma_xfer {
 	struct nrma_token_table ops; /* struct nrma_op */
 	struct nrma_rx_ctx *rx;	     /* &own_rx, or a shared one */
 	struct nrma_rx_ctx own_rx;
+	/* A scalable endpoint's receive contexts, by the index a message
+	 * names (hdr->rx_ctx); none: only rx. */
+	struct nrma_rx_ctx **named;
+	size_t nnamed;
 	struct nrma_unexp *unexp;  /* by receive buffer */
 	struct nrma_tx_budget *tx; /* &own_tx, or a shared one */
 	struct nrma_tx_budget own_tx;
@@ -197,6 +207,7 @@ struct nrma_xfer {
 	struct nrma_dlist blocked_conns;  /* with sends waiting for credits */
 	struct nrma_dlist credit_owed;	  /* owed credits we could not send */
 	struct nrma_dlist batch_deferred; /* conns whose batch waits for room */
+	struct nrma_dlist connecting;	  /* sends waiting for a connection */
 };
 
 /* Operations and posting (nrma_xfer.c) */
@@ -225,6 +236,8 @@ struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 /* An application transmit went out, or ended (x->tx and x->sends). */
 void nrma_tx_started(struct nrma_xfer *x);
 void nrma_tx_ended(struct nrma_xfer *x);
+/* ep's messages name one of the n receive contexts rcs (scalable). */
+void nrma_xfer_name_rx(struct nrma_ep *ep, struct nrma_rx_ctx **rcs, size_t n);
 /* ep's transmits count against tx (a shared transmit context's), or,
  * with tx NULL, against its own budget again. */
 void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx);
@@ -232,11 +245,18 @@ void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx);
 fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn);
 fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn);
 
-/* Posts one application transmit over conn; len is its payload. */
+/*
+ * Posts one application transmit over conn; len is its payload.  With
+ * conn NULL (nrma_tx_submit's may_wait), the connection is being made:
+ * the transmit waits for it.
+ */
 typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
 				   const void *args, size_t len);
 ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
-		       const void *args, size_t len);
+		       const void *args, size_t len, bool may_wait);
+/* The connection to dest once it is up (-FI_EAGAIN until), or why not. */
+int nrma_xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
+			 struct nrma_conn **conn);
 int nrma_tx_flags_check(uint64_t flags);
 ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
 		    const struct iovec *iov, size_t count, uint64_t flags);
@@ -283,6 +303,8 @@ void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 		     bool failed);
 void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
+/* Sends that waited for their connections go once they are up. */
+void nrma_send_connecting(struct nrma_ep *ep);
 
 /* Receiving (nrma_recv.c) */
 void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,

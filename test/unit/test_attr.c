@@ -39,16 +39,16 @@
 #define RMA_CAPS	(RMA_TX_CAPS | RMA_RX_CAPS)
 /* Caps that make the endpoint an RMA target: they need BASIC_MAP. */
 #define RMA_TARGET_CAPS (FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE)
-#define TX_OFFER	(MSG_TX_CAPS | FI_TAGGED | RMA_TX_CAPS)
+/* Scalable endpoints' transmits name receive contexts. */
+#define TX_OFFER	(MSG_TX_CAPS | FI_TAGGED | RMA_TX_CAPS | FI_NAMED_RX_CTX)
 #define RX_OFFER	(MSG_RX_CAPS | FI_TAGGED | RMA_RX_CAPS)
 #define FULL_OFFER	(DOMAIN_CAPS | TX_OFFER | RX_OFFER)
 /* What an application that cannot do our mr_mode still gets. */
 #define NO_RMA_OFFER	(FULL_OFFER & ~(uint64_t) RMA_CAPS)
 /* Nothing here does device-memory, collective or triggered work. */
-#define NEVER_OFFERED                                                   \
-	(FI_HMEM | FI_COLLECTIVE | FI_TRIGGER | FI_NAMED_RX_CTX |       \
-	 FI_MULTICAST | FI_RMA_PMEM | FI_VARIABLE_MSG | FI_SOURCE_ERR | \
-	 FI_SHARED_AV)
+#define NEVER_OFFERED                                                        \
+	(FI_HMEM | FI_COLLECTIVE | FI_TRIGGER | FI_MULTICAST | FI_RMA_PMEM | \
+	 FI_VARIABLE_MSG | FI_SOURCE_ERR | FI_SHARED_AV)
 
 /* Memory registration: virtual addresses, allocated memory, provider keys. */
 #define BASIC_MAP    (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
@@ -234,7 +234,8 @@ static void test_alloc_caps(void **state)
 	/* Messaging, RMA and atomics, both ways, with secondary caps. */
 	assert_int_equal(info->tx_attr->caps,
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND |
-				 FI_READ | FI_WRITE | FI_FENCE);
+				 FI_READ | FI_WRITE | FI_FENCE |
+				 FI_NAMED_RX_CTX);
 	assert_int_equal(info->rx_attr->caps,
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
 				 FI_REMOTE_READ | FI_REMOTE_WRITE |
@@ -489,8 +490,8 @@ static void test_empty_hints(void **state)
 	(void) state;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
 	assert_int_equal(info->caps, NO_RMA_OFFER);
-	assert_int_equal(info->caps,
-			 DOMAIN_CAPS | MSG_TX_CAPS | MSG_RX_CAPS | FI_TAGGED);
+	assert_int_equal(info->caps, DOMAIN_CAPS | MSG_TX_CAPS | MSG_RX_CAPS |
+					     FI_TAGGED | FI_NAMED_RX_CTX);
 	assert_int_equal(info->tx_attr->caps, TX_OFFER & ~(uint64_t) RMA_CAPS);
 	assert_int_equal(info->rx_attr->caps, RX_OFFER & ~(uint64_t) RMA_CAPS);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
@@ -696,9 +697,10 @@ static void test_caps_narrowed(void **state)
 static void test_caps_not_offered(void **state)
 {
 	static const uint64_t never[] = {
-		FI_HMEM,	  FI_COLLECTIVE,	  FI_TRIGGER,
-		FI_NAMED_RX_CTX,  FI_MULTICAST,		  FI_RMA_PMEM,
-		FI_VARIABLE_MSG,  FI_SOURCE_ERR,	  FI_SHARED_AV,
+		FI_HMEM,	  FI_COLLECTIVE,
+		FI_TRIGGER,	  FI_MULTICAST,
+		FI_RMA_PMEM,	  FI_VARIABLE_MSG,
+		FI_SOURCE_ERR,	  FI_SHARED_AV,
 		FI_RMA | FI_HMEM, FI_ATOMIC | FI_TRIGGER,
 	};
 	struct fi_info *hints = hints_alloc();
@@ -1353,11 +1355,12 @@ static void test_ep_limits(void **state)
 	hints->ep_attr->max_order_war_size = 0;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
 
-	hints->ep_attr->tx_ctx_cnt = 2;
+	/* Up to NRMA_SEP_CTX_MAX contexts: a scalable endpoint's. */
+	hints->ep_attr->tx_ctx_cnt = NRMA_SEP_CTX_MAX + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
-	hints->ep_attr->tx_ctx_cnt = 1;
+	hints->ep_attr->tx_ctx_cnt = NRMA_SEP_CTX_MAX;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
-	hints->ep_attr->rx_ctx_cnt = 2;
+	hints->ep_attr->rx_ctx_cnt = NRMA_SEP_CTX_MAX + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	fi_freeinfo(hints);
 }
@@ -1391,8 +1394,10 @@ static void test_domain_limits(void **state)
 	hints->domain_attr->cntr_cnt = nrma_params.cntr_max + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->domain_attr->cntr_cnt = 0;
-	hints->domain_attr->max_ep_tx_ctx = 2;
+	hints->domain_attr->max_ep_tx_ctx = NRMA_SEP_CTX_MAX + 1;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->max_ep_tx_ctx = NRMA_SEP_CTX_MAX;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
 	fi_freeinfo(hints);
 }
 

@@ -378,7 +378,7 @@ static void test_open_attrs(void **state)
 	assert_int_equal(nrma_av_open(fake_domain(state), &attr, &av, NULL),
 			 -FI_EBADFLAGS);
 	attr.flags = 0;
-	attr.rx_ctx_bits = 4;
+	attr.rx_ctx_bits = 17;
 	assert_int_equal(nrma_av_open(fake_domain(state), &attr, &av, NULL),
 			 -FI_EINVAL);
 	attr.rx_ctx_bits = 0;
@@ -389,6 +389,27 @@ static void test_open_attrs(void **state)
 			 -FI_EINVAL);
 	assert_null(av);
 	assert_int_equal(atomic_load(&env->domain->ref), 0);
+}
+
+/* fi_rx_addr: the high rx_ctx_bits name a receive context. */
+static void test_rx_ctx_bits(void **state)
+{
+	struct fi_av_attr attr = { .type = FI_AV_TABLE, .rx_ctx_bits = 4 };
+	struct sockaddr_in sin = make_sin("10.9.9.1", 7), got;
+	struct nrma_av *nav;
+	struct fid_av *av;
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+
+	assert_int_equal(nrma_av_open(fake_domain(state), &attr, &av, NULL), 0);
+	nav = nrma_av_of(av);
+	assert_int_equal(fi_av_insert(av, &sin, 1, &a, 0, NULL), 1);
+	assert_int_equal(nrma_addr_base(&nav->table, fi_rx_addr(a, 9, 4)), a);
+	assert_int_equal(nrma_addr_rx_ctx(&nav->table, fi_rx_addr(a, 9, 4)), 9);
+	assert_int_equal(nrma_addr_rx_ctx(&nav->table, a), 0);
+	assert_int_equal(
+		nrma_addr_table_get(&nav->table, fi_rx_addr(a, 9, 4), &got), 0);
+	assert_int_equal(got.sin_port, sin.sin_port);
+	assert_int_equal(fi_close(&av->fid), 0);
 }
 
 /* A domain opened for one AV type refuses the other. */
@@ -508,14 +529,23 @@ int main(void)
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, fake_env_setup, fake_env_teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_insert_good), T(test_insert_many),
-		T(test_insert_bad),  T(test_sync_err),
-		T(test_bad_flags),   T(test_lookup),
-		T(test_remove),	     T(test_straddr),
-		T(test_insertsvc),   T(test_insertsym),
-		T(test_open_attrs),  T(test_open_domain_type),
-		T(test_close_busy),  T(test_event),
-		T(test_event_no_eq), T(test_bind_without_event),
+		T(test_insert_good),
+		T(test_insert_many),
+		T(test_insert_bad),
+		T(test_sync_err),
+		T(test_bad_flags),
+		T(test_lookup),
+		T(test_remove),
+		T(test_straddr),
+		T(test_insertsvc),
+		T(test_insertsym),
+		T(test_open_attrs),
+		T(test_open_domain_type),
+		T(test_rx_ctx_bits),
+		T(test_close_busy),
+		T(test_event),
+		T(test_event_no_eq),
+		T(test_bind_without_event),
 	};
 #undef T
 

@@ -81,18 +81,24 @@ static void test_by_name(void **state)
 		conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTED, false);
 	struct nrma_conn live =
 		conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTING, false);
+	struct nrma_conn tx_ctx =
+		conn_make("10.0.0.1", 5, NRMA_CONN_CONNECTED, false);
 	struct sockaddr_in name = make_sin("10.0.0.1", 5);
 	struct sockaddr_in other_port = make_sin("10.0.0.1", 6);
 
 	(void) state;
 	self.loopback = true;
 	nrma_conn_table_init(&t);
+	tx_ctx.peer_ctx = 2; /* a scalable endpoint's transmit context 1 */
 	nrma_conn_table_add(&t, &failed);
 	nrma_conn_table_add(&t, &self);
-	assert_null(nrma_conn_table_by_name(&t, &name));
+	nrma_conn_table_add(&t, &tx_ctx);
+	assert_null(nrma_conn_table_by_name(&t, &name, 0));
 	nrma_conn_table_add(&t, &live);
-	assert_ptr_equal(nrma_conn_table_by_name(&t, &name), &live);
-	assert_null(nrma_conn_table_by_name(&t, &other_port));
+	assert_ptr_equal(nrma_conn_table_by_name(&t, &name, 0), &live);
+	assert_ptr_equal(nrma_conn_table_by_name(&t, &name, 2), &tx_ctx);
+	assert_null(nrma_conn_table_by_name(&t, &name, 1));
+	assert_null(nrma_conn_table_by_name(&t, &other_port, 0));
 	nrma_conn_table_fini(&t);
 }
 
