@@ -21,8 +21,7 @@
 #define NRMA_RX_CAPS                                                          \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | \
 	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |         \
-	 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV |                       \
-	 NRMA_TAGGED_MULTI_RECV)
+	 FI_DIRECTED_RECV)
 /* RC executes an endpoint's requests in order at the target. */
 #define NRMA_MSG_ORDER \
 	(FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW)
@@ -32,10 +31,15 @@
 	(FI_SOURCE | FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV | \
 	 NRMA_EXACT_DIRECTED_RECV)
 /*
- * What an RDM endpoint does, but offers only when asked: directed receives
- * that may not take FI_ADDR_UNSPEC would refuse what others post.
+ * libfabric 2.0's receive capabilities, offered only when asked: directed
+ * receives that may not take FI_ADDR_UNSPEC would refuse what others
+ * post, and the tagged-only ones are what FI_DIRECTED_RECV and
+ * FI_MULTI_RECV already cover for whoever does not ask (nor do 2.x's
+ * fabtests expect them unasked).
  */
-#define NRMA_CAPS_ASKED_ONLY NRMA_EXACT_DIRECTED_RECV
+#define NRMA_CAPS_ASKED_ONLY                                    \
+	(NRMA_EXACT_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV | \
+	 NRMA_TAGGED_MULTI_RECV)
 
 /*
  * Registrations have provider keys (a slot of the key table, which
@@ -325,11 +329,12 @@ static uint64_t requested_caps(const struct fi_info *hints)
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints)
 {
-	uint64_t asked_only =
-		prov->ep_attr->type == FI_EP_RDM ? NRMA_CAPS_ASKED_ONLY : 0;
+	uint64_t asked_only = NRMA_CAPS_ASKED_ONLY;
 
 	if (!hints)
 		return 0;
+	if (prov->ep_attr->type == FI_EP_MSG)
+		asked_only &= ~NRMA_MSG_EP_NO_CAPS;
 	if (context_caps_exceed(hints))
 		return -FI_ENODATA;
 	if (mode_unmet(hints->caps, prov->caps | asked_only) ||
@@ -378,6 +383,8 @@ static size_t hinted(size_t want, size_t have)
 static void narrow_caps(uint32_t version, struct fi_info *info,
 			const struct fi_info *hints)
 {
+	uint64_t asked = requested_caps(hints) & NRMA_CAPS_ASKED_ONLY;
+
 	if (hints->caps) {
 		info->caps = caps_with_directions(hints->caps) |
 			     NRMA_DOMAIN_CAPS;
@@ -385,7 +392,8 @@ static void narrow_caps(uint32_t version, struct fi_info *info,
 		   !mr_mode_allows_rma(version, hints->domain_attr->mr_mode)) {
 		info->caps &= ~NRMA_RMA_CAPS;
 	}
-	info->rx_attr->caps |= info->caps & NRMA_CAPS_ASKED_ONLY;
+	info->caps |= asked;
+	info->rx_attr->caps |= asked;
 	info->tx_attr->caps &= info->caps;
 	info->rx_attr->caps &= info->caps;
 	/* A context gets only the capabilities asked of it, if any were. */

@@ -27,13 +27,18 @@
 #define DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* Two-sided messaging, untagged and tagged. */
 #define MSG_TX_CAPS (FI_MSG | FI_SEND)
-#define MSG_RX_CAPS                                                        \
-	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV | \
-	 NRMA_TAGGED_DIRECTED_RECV | NRMA_TAGGED_MULTI_RECV)
-/* Offered only to hints that ask: it forbids receives from anyone. */
-#define ASKED_ONLY_CAPS NRMA_EXACT_DIRECTED_RECV
+#define MSG_RX_CAPS \
+	(FI_MSG | FI_RECV | FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV)
+/*
+ * libfabric 2.x's, offered only to hints that ask: the exact one forbids
+ * receives from anyone, the tagged ones FI_DIRECTED_RECV and
+ * FI_MULTI_RECV cover.
+ */
+#define ASKED_ONLY_CAPS                                         \
+	(NRMA_EXACT_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV | \
+	 NRMA_TAGGED_MULTI_RECV)
 /* One-sided: what goes when the application's mr_mode rules RMA out. */
-#define RMA_TX_CAPS	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_FENCE)
+#define RMA_TX_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_FENCE)
 #define RMA_RX_CAPS \
 	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
 #define RMA_CAPS	(RMA_TX_CAPS | RMA_RX_CAPS)
@@ -240,8 +245,7 @@ static void test_alloc_caps(void **state)
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
 				 FI_REMOTE_READ | FI_REMOTE_WRITE |
 				 FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |
-				 FI_DIRECTED_RECV | NRMA_TAGGED_DIRECTED_RECV |
-				 NRMA_TAGGED_MULTI_RECV);
+				 FI_DIRECTED_RECV);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
 	assert_int_equal(info->tx_attr->caps, TX_OFFER);
 	assert_int_equal(info->rx_attr->caps, RX_OFFER);
@@ -1599,9 +1603,10 @@ static void test_getinfo_msg(void **state)
 }
 
 /*
- * libfabric 2.x: tagged multi-receive buffers are offered; exact directed
- * receives only to hints that ask (they refuse FI_ADDR_UNSPEC), and never
- * on connected endpoints.
+ * libfabric 2.x: tagged multi-receive buffers and exact directed receives
+ * (which refuse FI_ADDR_UNSPEC) only to hints that ask, also through the
+ * receive context's caps alone; exact directed ones never on connected
+ * endpoints.
  */
 static void test_receive_caps_2x(void **state)
 {
@@ -1613,9 +1618,16 @@ static void test_receive_caps_2x(void **state)
 		skip();
 	}
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_bits_clear(info->caps, NRMA_EXACT_DIRECTED_RECV);
-	assert_bits_set(info->rx_attr->caps, NRMA_TAGGED_MULTI_RECV);
+	assert_bits_clear(info->caps, ASKED_ONLY_CAPS);
+	assert_bits_clear(info->rx_attr->caps, ASKED_ONLY_CAPS);
 	fi_freeinfo(info);
+	hints->rx_attr->caps = FI_TAGGED | FI_RECV | NRMA_TAGGED_MULTI_RECV;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_bits_set(info->caps, NRMA_TAGGED_MULTI_RECV);
+	assert_bits_set(info->rx_attr->caps, NRMA_TAGGED_MULTI_RECV);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+	hints->rx_attr->caps = 0;
 	hints->caps = FI_TAGGED | NRMA_EXACT_DIRECTED_RECV;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
 	assert_bits_set(info->caps, NRMA_EXACT_DIRECTED_RECV);
