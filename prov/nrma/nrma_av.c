@@ -244,7 +244,8 @@ static int av_attr_check(const struct fi_av_attr *attr)
 		return -FI_EBADFLAGS;
 	if (attr->name || attr->map_addr)
 		return -FI_ENOSYS; /* no shared, named AVs */
-	/* A scalable endpoint's receive contexts fit in eight bits. */
+	/* fi_av(3) allows up to 16 bits; a message names one of
+	 * NRMA_RX_CTX_MAX contexts, which nrma_send checks. */
 	if (attr->rx_ctx_bits < 0 || attr->rx_ctx_bits > 16)
 		return -FI_EINVAL;
 	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP &&

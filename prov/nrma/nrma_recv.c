@@ -912,14 +912,13 @@ static void recv_refuse_held(struct nrma_unexp *unexp)
 void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
-	struct nrma_dlist *item = x->stalled_reads.next;
+	struct nrma_dlist *item, *next;
 
 	nrma_match_purge(&rc->match, ep, recv_refuse_held);
-	while (item != &x->stalled_reads) {
+	nrma_dlist_foreach_safe (&x->stalled_reads, item, next) {
 		struct nrma_stalled_read *st =
 			nrma_container_of(item, struct nrma_stalled_read, link);
 
-		item = item->next;
 		if (st->rx->ctx != rc)
 			continue;
 		nrma_dlist_remove(&st->link);

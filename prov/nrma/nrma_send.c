@@ -273,15 +273,14 @@ void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
  */
 void nrma_send_connecting(struct nrma_ep *ep)
 {
-	struct nrma_dlist *head = &ep->xfer->connecting, *item = head->next;
+	struct nrma_dlist *item, *next;
 
-	while (item != head) {
+	nrma_dlist_foreach_safe (&ep->xfer->connecting, item, next) {
 		struct nrma_op *op =
 			nrma_container_of(item, struct nrma_op, link);
 		struct nrma_conn *conn;
 		int ret = nrma_xfer_connection(ep, op->dest, &conn);
 
-		item = item->next;
 		if (ret == -FI_EAGAIN)
 			continue;
 		nrma_dlist_remove(&op->link);
