@@ -445,6 +445,10 @@ struct nrma_ep {
 	uint16_t ctx_id;	 /* what its connections say it is (cm data) */
 	struct sockaddr_in name; /* fixed at fi_enable */
 	bool enabled;
+	bool watched; /* by its domain's control thread, since fi_enable */
+	/* Positive: the critical error that disabled it for good (a device
+	 * event, nrma_ep_disable); only fi_close is left. */
+	int critical;
 	atomic_int aliases; /* open aliases keep it from closing */
 	/* Options (nrma_ep_opt.c); FI_OPT_MIN_MULTI_RECV is its receive
 	 * context's */

@@ -48,6 +48,7 @@ struct nrma_cm {
 	/* FI_EP_MSG: our connect data, and the peer's reject data. */
 	uint8_t app[NRMA_CM_MSG_APP_MAX];
 	size_t app_len;
+	int disabled; /* negative: why no connection is made any more */
 };
 
 int nrma_cm_id_bind(struct rdma_event_channel *channel,
@@ -323,6 +324,16 @@ void nrma_conn_fail(struct nrma_conn *conn, int error)
 		conn_retire(conn);
 }
 
+void nrma_cm_disable(struct nrma_cm *cm, int error)
+{
+	struct nrma_dlist *item, *next;
+
+	cm->disabled = error;
+	nrma_dlist_foreach_safe (&cm->table.conns, item, next)
+		nrma_conn_fail(nrma_container_of(item, struct nrma_conn, link),
+			       error);
+}
+
 static int conn_create_qp(struct nrma_conn *conn)
 {
 	struct nrma_cm *cm = conn->cm;
@@ -427,6 +438,8 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 	struct nrma_conn *accepted;
 	int ret;
 
+	if (cm->disabled)
+		return cm->disabled;
 	if (conn && conn->state == NRMA_CONN_CONNECTED) {
 		*connp = conn;
 		return 0;
@@ -483,6 +496,8 @@ static void cm_on_route_resolved(struct nrma_conn *conn)
 	struct rdma_conn_param param;
 	int ret;
 
+	if (conn->state == NRMA_CONN_FAILED)
+		return; /* given up meanwhile */
 	ret = conn_create_qp(conn);
 	if (ret) {
 		nrma_conn_fail(conn, ret);
@@ -611,6 +626,10 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 	struct rdma_conn_param param;
 	bool self;
 
+	if (cm->disabled) {
+		rdma_reject(ev->id, NULL, 0);
+		return NRMA_CM_DESTROY_ID;
+	}
 	if (!req || nrma_cm_data_version(req) != NRMA_PROTOCOL_VERSION ||
 	    !nrma_cm_grant_valid(&req->grant)) {
 		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);

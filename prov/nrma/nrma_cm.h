@@ -276,6 +276,8 @@ void nrma_cm_req_done(struct nrma_cm_req *req);
 
 /* Marks conn failed (once) and reports it. */
 void nrma_conn_fail(struct nrma_conn *conn, int error);
+/* Fails every connection, and refuses new ones with error, for good. */
+void nrma_cm_disable(struct nrma_cm *cm, int error);
 /* Whose connection it is: the arg of its cm's attributes. */
 void *nrma_conn_owner(const struct nrma_conn *conn);
 /* The peer sent on an accepted connection: it is up. */

@@ -127,7 +127,7 @@ static struct nrma_domain *ep_bound_domain(struct fid *bfid)
 
 static int ep_bind_locked(struct nrma_ep *ep, struct fid *bfid, uint64_t flags)
 {
-	if (ep->enabled)
+	if (ep->enabled || ep->watched)
 		return -FI_EOPBADSTATE;
 	if (bfid->fclass != FI_CLASS_EQ && ep_bound_domain(bfid) != ep->domain)
 		return -FI_EINVAL;
@@ -173,6 +173,9 @@ static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
  */
 static int ep_enable_check(const struct nrma_ep *ep)
 {
+	/* What broke its device resources cannot be undone here. */
+	if (ep->critical)
+		return -ep->critical;
 	if (ep->enabled)
 		return -FI_EOPBADSTATE;
 	/* A scalable endpoint checks what its core needs itself. */
@@ -271,9 +274,12 @@ int nrma_ep_enable(struct nrma_ep *ep)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(ep->lock);
-	ep->enabled = true;
+	ep->watched = true;
+	/* A device event may have come first. */
+	ret = -ep->critical;
+	ep->enabled = !ret;
 	pthread_mutex_unlock(ep->lock);
-	return 0;
+	return ret;
 }
 
 static int ep_alias_open(struct nrma_ep_path *parent, struct fi_alias *alias);
@@ -349,7 +355,7 @@ static int nrma_ep_close(struct fid *fid)
 
 	if (atomic_load(&ep->aliases))
 		return -FI_EBUSY;
-	if (ep->enabled) {
+	if (ep->watched) {
 		nrma_cm_thread_unwatch(ep->domain->cm_thread, ep);
 		nrma_ep_linger(ep);
 	}
@@ -417,7 +423,7 @@ int nrma_ep_setname(fid_t fid, void *addr, size_t addrlen)
 	    ((struct sockaddr *) addr)->sa_family != AF_INET)
 		return -FI_EINVAL;
 	pthread_mutex_lock(ep->lock);
-	if (ep->enabled) {
+	if (ep->enabled || ep->watched) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}

@@ -133,6 +133,20 @@ struct nrma_rx_entry *nrma_match_cancel(struct nrma_match *m, void *context)
 	return rx ? rx : match_cancel_in(&m->tagged.posted, context);
 }
 
+struct nrma_rx_entry *nrma_match_cancel_first(struct nrma_match *m)
+{
+	struct nrma_dlist *posted = nrma_dlist_empty(&m->msg.posted) ?
+					    &m->tagged.posted :
+					    &m->msg.posted;
+	struct nrma_rx_entry *rx;
+
+	if (nrma_dlist_empty(posted))
+		return NULL;
+	rx = nrma_container_of(posted->next, struct nrma_rx_entry, link);
+	match_release(rx);
+	return rx;
+}
+
 void nrma_match_hold(struct nrma_match *m, struct nrma_unexp *unexp,
 		     bool tagged)
 {

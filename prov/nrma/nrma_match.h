@@ -97,6 +97,8 @@ size_t nrma_rx_space(const struct nrma_rx_entry *rx);
 void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left);
 /* Takes the posted receive with this context off its queue, or NULL. */
 struct nrma_rx_entry *nrma_match_cancel(struct nrma_match *m, void *context);
+/* Takes any posted receive off its queue, or NULL when none is. */
+struct nrma_rx_entry *nrma_match_cancel_first(struct nrma_match *m);
 
 /* Holds a message, whose entry the caller filled in. */
 void nrma_match_hold(struct nrma_match *m, struct nrma_unexp *unexp,

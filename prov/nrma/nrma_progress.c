@@ -248,11 +248,26 @@ static int progress_budget(struct nrma_ep *ep)
 	return room < NRMA_POLL_BATCH ? (int) room : NRMA_POLL_BATCH;
 }
 
+/* What completions may have let go: work that waited for them. */
+static void progress_retry(struct nrma_ep *ep)
+{
+	nrma_stalled_retry(ep);
+	nrma_reads_retry(ep);
+	nrma_acks_retry(ep);
+	nrma_batch_retry(ep);
+	nrma_send_connecting(ep);
+	nrma_credit_progress(ep);
+	nrma_send_check_peers(ep);
+}
+
+/* A disabled endpoint's device completes nothing more (nrma_ep_disable). */
 int nrma_progress_poll(struct nrma_ep *ep)
 {
 	struct nrma_wc wc[NRMA_POLL_BATCH];
 	int n;
 
+	if (!ep->enabled)
+		return 0;
 	nrma_verbs_ep_ack_events(ep->verbs);
 	n = nrma_verbs_poll(ep->verbs, wc, progress_budget(ep));
 	for (int i = 0; i < n; i++) {
@@ -261,14 +276,55 @@ int nrma_progress_poll(struct nrma_ep *ep)
 		else
 			progress_op_wc(ep, &wc[i]);
 	}
-	nrma_stalled_retry(ep);
-	nrma_reads_retry(ep);
-	nrma_acks_retry(ep);
-	nrma_batch_retry(ep);
-	nrma_send_connecting(ep);
-	nrma_credit_progress(ep);
-	nrma_send_check_peers(ep);
+	progress_retry(ep);
 	return n > 0 ? n : 0;
+}
+
+/*
+ * The work requests the device still held for ep end as flushed, each
+ * once, through the path of the device's own completions.  A chain's
+ * last request frees one send queue slot here: its connection failed.
+ */
+static void progress_flush_ops(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	for (uint32_t i = 0; i < nrma_token_count(&x->ops); i++) {
+		struct nrma_op *op = nrma_op_at(x, i);
+		uint64_t token;
+
+		if (!nrma_token_in_use(&x->ops, i))
+			continue;
+		token = nrma_op_token(x, op);
+		while (nrma_token_find(&x->ops, token) == i &&
+		       (op->wc_pending || op->wc_orphans)) {
+			uint64_t slots = op->wc_pending ? 1 : 0;
+			struct nrma_wc wc = {
+				.wr_id = i | slots << NRMA_WR_SLOTS_SHIFT,
+				.status = nrma_verbs_status_flushed,
+			};
+
+			progress_op_wc(ep, &wc);
+		}
+	}
+}
+
+/*
+ * A critical error (fi_endpoint(3)): ep's device resources are broken.
+ * It goes back to the disabled state for good, and every operation
+ * pending on it is discarded with an error completion: its connections
+ * fail, what the device held is flushed, what waited for either fails,
+ * and posted receives are cancelled.  Peers see the connections close.
+ */
+static void nrma_ep_disable(struct nrma_ep *ep, int err)
+{
+	NRMA_WARN(FI_LOG_EP_CTRL, "endpoint disabled: %s\n", fi_strerror(err));
+	nrma_cm_disable(ep->cm, -FI_ECANCELED);
+	progress_flush_ops(ep);
+	progress_retry(ep);
+	nrma_recv_discard(ep);
+	ep->enabled = false;
+	ep->critical = err;
 }
 
 /* Endpoints */
@@ -424,7 +480,7 @@ static void progress_device_event_ep(struct nrma_cm_thread *t,
 		}
 		break;
 	case NRMA_VERBS_EVENT_EP:
-		/* Completions are lost: the endpoint is of no more use. */
+		/* Its completion or receive queue broke. */
 		if (ep->verbs == ev->vep)
 			err = FI_EOVERRUN;
 		break;
@@ -433,6 +489,12 @@ static void progress_device_event_ep(struct nrma_cm_thread *t,
 		break;
 	case NRMA_VERBS_EVENT_OTHER:
 		break;
+	}
+	if (err && ev->kind != NRMA_VERBS_EVENT_QP) {
+		if (ep->critical)
+			err = 0; /* it was told */
+		else
+			nrma_ep_disable(ep, err);
 	}
 	pthread_mutex_unlock(ep->lock);
 	if (err)

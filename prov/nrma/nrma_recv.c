@@ -837,18 +837,47 @@ ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
 	return ret;
 }
 
+/* rx, taken off its queue, ends with FI_ECANCELED. */
+static void recv_cancelled(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx)
+{
+	rx->cancelled = true;
+	if (recv_reporter(rc))
+		recv_rx_done(recv_reporter(rc), rx);
+	else
+		nrma_rx_entry_done(&rc->match, rx); /* nobody to tell */
+}
+
 ssize_t nrma_rx_ctx_cancel(struct nrma_rx_ctx *rc, void *context)
 {
 	struct nrma_rx_entry *rx = nrma_match_cancel(&rc->match, context);
 
 	if (!rx)
 		return -FI_ENOENT;
-	rx->cancelled = true;
-	if (recv_reporter(rc))
-		recv_rx_done(recv_reporter(rc), rx);
-	else
-		nrma_rx_entry_done(&rc->match, rx); /* nobody to tell */
+	recv_cancelled(rc, rx);
 	return 0;
+}
+
+static void recv_cancel_all(struct nrma_rx_ctx *rc)
+{
+	struct nrma_rx_entry *rx;
+
+	while ((rx = nrma_match_cancel_first(&rc->match)))
+		recv_cancelled(rc, rx);
+}
+
+/*
+ * ep is disabled: the receives posted to its own contexts end.  Those of
+ * a shared context stay, for its other endpoints to take.
+ */
+void nrma_recv_discard(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	if (x->rx == &x->own_rx)
+		recv_cancel_all(x->rx);
+	for (size_t i = 0; i < x->nnamed; i++)
+		if (x->named[i])
+			recv_cancel_all(x->named[i]);
 }
 
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)

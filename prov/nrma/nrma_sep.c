@@ -372,8 +372,9 @@ ssize_t nrma_rxc_recv(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
 	ssize_t ret;
 
 	pthread_mutex_lock(rxc->view.lock);
-	ret = rxc->view.enabled ? nrma_rx_ctx_recv(&rxc->rc, a) :
-				  -FI_EOPBADSTATE;
+	ret = rxc->view.enabled && !rxc->sep->core->critical ?
+		      nrma_rx_ctx_recv(&rxc->rc, a) :
+		      -FI_EOPBADSTATE;
 	pthread_mutex_unlock(rxc->view.lock);
 	return ret;
 }

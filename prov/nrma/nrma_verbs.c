@@ -345,6 +345,7 @@ int nrma_verbs_mr_dereg(struct nrma_verbs_mr *vmr)
 }
 
 const int nrma_verbs_status_rem_access = IBV_WC_REM_ACCESS_ERR;
+const int nrma_verbs_status_flushed = IBV_WC_WR_FLUSH_ERR;
 
 int nrma_verbs_status_errno(int status)
 {

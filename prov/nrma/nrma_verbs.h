@@ -171,6 +171,8 @@ const char *nrma_verbs_event_str(int type);
  * region does not give) reports, as the device would.
  */
 extern const int nrma_verbs_status_rem_access;
+/* That of a work request the device will no longer complete. */
+extern const int nrma_verbs_status_flushed;
 /* prov_errno in our error completions is an ibv_wc_status. */
 const char *nrma_verbs_status_str(int prov_errno);
 /* The libfabric error (positive) that best describes an ibv_wc_status. */

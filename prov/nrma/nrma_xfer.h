@@ -155,6 +155,8 @@ void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
 ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc,
 			 const struct nrma_recv_args *args);
 ssize_t nrma_rx_ctx_cancel(struct nrma_rx_ctx *rc, void *context);
+/* A disabled endpoint's posted receives end, cancelled. */
+void nrma_recv_discard(struct nrma_ep *ep);
 
 /*
  * A transmit budget: how many application transmits may be in flight.

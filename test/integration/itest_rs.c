@@ -111,8 +111,10 @@ void wait_sends(struct itest_node *n, size_t first, size_t count,
 }
 
 /* Both sides: each phase on fresh endpoints of one domain. */
-static void run(void)
+static void run(void (*before_domain)(void))
 {
+	if (before_domain)
+		before_domain();
 	(void) itest_domain();
 	for (size_t i = 0; i < rs_nphases; i++) {
 		itest_step = rs_phases[i].name;
@@ -126,11 +128,17 @@ static void sender_main(void *arg)
 	(void) arg;
 	is_r = false;
 	chan = itest_link_child(&link_rs);
-	run();
+	run(NULL);
 	itest_chan_close(&chan);
 }
 
 int rs_main(const char *name, const struct rs_phase *phases, size_t n)
+{
+	return rs_main_r_init(name, phases, n, NULL);
+}
+
+int rs_main_r_init(const char *name, const struct rs_phase *phases, size_t n,
+		   void (*r_init)(void))
 {
 	rs_phases = phases;
 	rs_nphases = n;
@@ -140,7 +148,7 @@ int rs_main(const char *name, const struct rs_phase *phases, size_t n)
 	snprintf(itest_who, sizeof(itest_who), "R");
 	is_r = true;
 	chan = itest_link_parent(&link_rs);
-	run();
+	run(r_init);
 	itest_wait_kids();
 	itest_chan_close(&chan);
 	itest_pass(name);

@@ -72,5 +72,8 @@ struct rs_phase {
 
 /* Runs test name: the n phases, in order, on both sides; passes after. */
 int rs_main(const char *name, const struct rs_phase *phases, size_t n);
+/* The same; R calls r_init (after the fork) before it opens its domain. */
+int rs_main_r_init(const char *name, const struct rs_phase *phases, size_t n,
+		   void (*r_init)(void));
 
 #endif /* NRMA_ITEST_RS_H */

@@ -293,6 +293,27 @@ static void test_cancel(void **state)
 	assert_null(nrma_match_posted(m, false, 0, NULL));
 }
 
+/* A disabled endpoint's receives: every posted one, each once. */
+static void test_cancel_first(void **state)
+{
+	struct nrma_match *m = *state;
+	struct nrma_rx_entry *a, *b, *c;
+	int ctx1, ctx2, ctx3;
+	char buf[8];
+
+	assert_null(nrma_match_cancel_first(m));
+	a = post(m, FI_TAGGED, 1, 0, FI_ADDR_UNSPEC, buf, 8, &ctx1);
+	b = post(m, 0, 0, 0, FI_ADDR_UNSPEC, buf, 8, &ctx2);
+	c = post(m, FI_TAGGED, 2, 0, FI_ADDR_UNSPEC, buf, 8, &ctx3);
+	assert_ptr_equal(nrma_match_cancel_first(m), b);
+	assert_ptr_equal(nrma_match_cancel_first(m), a);
+	assert_ptr_equal(nrma_match_cancel_first(m), c);
+	assert_true(a->released && b->released && c->released);
+	assert_null(nrma_match_cancel_first(m));
+	assert_null(nrma_match_posted(m, true, 1, NULL));
+	assert_null(nrma_match_cancel(m, &ctx2));
+}
+
 static void test_claim(void **state)
 {
 	struct nrma_match *m = *state;
@@ -351,6 +372,7 @@ int main(void)
 		T(test_multi_recv_min_zero),
 		T(test_single_receive_released),
 		T(test_cancel),
+		T(test_cancel_first),
 		T(test_claim),
 		T(test_claim_forged_context),
 	};
