@@ -357,14 +357,15 @@ static bool variant_chosen(const struct bench_opts *o, const char *name)
 	return !o->only;
 }
 
-static void usage(const char *prog)
+/* Asked for (--help): on stdout, success; after a bad option: stderr, 2. */
+static void usage(const char *prog, bool asked)
 {
-	fprintf(stderr,
+	fprintf(asked ? stdout : stderr,
 		"usage: %s [-q] [-n ops] [-l iters] [-s max_size] [-w window]\n"
 		"       [-b bytes] [-t secs] [-a addr] [-V variant,...]\n"
-		"       [-P peers] [--csv file] [--plot prefix]\n",
+		"       [-P peers] [--csv file] [--plot prefix] [-h]\n",
 		prog);
-	exit(2);
+	exit(asked ? 0 : 2);
 }
 
 static void parse(int argc, char **argv, struct bench_opts *o)
@@ -373,11 +374,12 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 		{ "csv", required_argument, NULL, 'c' },
 		{ "plot", required_argument, NULL, 'p' },
 		{ "quick", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "qn:l:s:w:b:t:a:V:P:", longopts,
+	while ((opt = getopt_long(argc, argv, "qhn:l:s:w:b:t:a:V:P:", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'q': /* a smoke run: it must finish, not measure well */
@@ -420,13 +422,16 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 		case 'p':
 			o->plot = optarg;
 			break;
+		case 'h':
+			usage(argv[0], true);
+			break;
 		default:
-			usage(argv[0]);
+			usage(argv[0], false);
 		}
 	}
 	if (!o->ops || !o->lat_iters || o->max_size < 8 || !o->window ||
 	    !o->budget || optind != argc)
-		usage(argv[0]);
+		usage(argv[0], false);
 }
 
 int main(int argc, char **argv)
