@@ -1,9 +1,28 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "itest_host.h"
 #include "itest_msg.h"
+
+static int host_self = -1;
+
+static const char *host_failed_key(int host)
+{
+	return host ? "host 1 failed" : "host 0 failed";
+}
+
+/*
+ * A failure on one host ends the other's waits at once: each would sit
+ * out its deadline otherwise, and the next test's with it.
+ */
+static void host_on_exit(int status, void *arg)
+{
+	(void) arg;
+	if (status)
+		itest_host_signal(host_failed_key(host_self));
+}
 
 int itest_host(void)
 {
@@ -12,7 +31,11 @@ int itest_host(void)
 	EXPECT(h && (!strcmp(h, "0") || !strcmp(h, "1")) &&
 		       getenv("NRMA_TEST_SHARE"),
 	       "a two-host run (contrib/nrma-vm --hosts 2, NRMA_TEST_SHARE)");
-	return atoi(h);
+	if (host_self < 0) {
+		host_self = atoi(h);
+		CHECK(on_exit(host_on_exit, NULL) == 0);
+	}
+	return host_self;
 }
 
 const char *itest_host_peer_addr(void)
@@ -58,6 +81,9 @@ void itest_host_get(const char *key, void *buf, size_t len)
 	FILE *f;
 
 	while (!itest_host_has(key)) {
+		if (host_self >= 0 &&
+		    itest_host_has(host_failed_key(!host_self)))
+			FAIL("the other host failed before its %s", key);
 		itest_check_deadline(deadline,
 				     itest_fmt("the other host's %s", key));
 		itest_progress();
@@ -71,6 +97,14 @@ void itest_host_get(const char *key, void *buf, size_t len)
 void itest_host_signal(const char *key)
 {
 	itest_host_put(key, NULL, 0);
+}
+
+void itest_host_dump_device(void)
+{
+	fflush(NULL);
+	if (system("exec >&2; rdma res show qp; "
+		   "cd /sys/class/infiniband && grep -H . */ports/*/hw_counters/*"))
+		fprintf(stderr, "(no device state: rdma or sysfs missing)\n");
 }
 
 void itest_host_wait(const char *key)

@@ -19,10 +19,16 @@ const char *itest_host_peer_addr(void);
 void itest_host_put(const char *key, const void *buf, size_t len);
 /* Whether the other host published key yet. */
 int itest_host_has(const char *key);
-/* Waits (within the deadline, progressing) for key and reads it. */
+/*
+ * Waits (within the deadline, progressing) for key and reads it; fails at
+ * once if the other host failed meanwhile.
+ */
 void itest_host_get(const char *key, void *buf, size_t len);
 /* A key with nothing in it: a step reached. */
 void itest_host_signal(const char *key);
+/* Waits for key; fails at once if the other host failed meanwhile. */
 void itest_host_wait(const char *key);
+/* The device's queue pairs and counters, on stderr: for a failure report. */
+void itest_host_dump_device(void);
 
 #endif /* NRMA_ITEST_HOST_H */

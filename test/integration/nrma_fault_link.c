@@ -63,6 +63,7 @@ static void driver_host(void)
 	struct rt_node n;
 	int64_t down = -1, end;
 	uint64_t ok;
+	bool late;
 
 	ft_driver_open(&n);
 	itest_host_get("target", &t, sizeof(t));
@@ -82,7 +83,10 @@ static void driver_host(void)
 		if (down < 0)
 			ft_stream_post(&s);
 		driver_pump(&s);
-		EXPECT(down < 0 || itest_now_ms() - down < FT_BOUND_S * 1000,
+		late = down >= 0 && itest_now_ms() - down >= FT_BOUND_S * 1000;
+		if (late)
+			itest_host_dump_device();
+		EXPECT(!late,
 		       "every operation ends within %d s of the link going "
 		       "down (%" PRIu64 " in flight)",
 		       FT_BOUND_S, ft_in_flight(&s));
