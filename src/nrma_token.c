@@ -16,6 +16,7 @@ int nrma_token_table_init(struct nrma_token_table *table, size_t count,
 		nrma_bufpool_fini(&table->slots);
 		return -ENOMEM;
 	}
+	table->random_left = 0;
 	return 0;
 }
 
@@ -26,6 +27,15 @@ void nrma_token_table_fini(struct nrma_token_table *table)
 	table->gen = NULL;
 }
 
+static uint32_t token_random(struct nrma_token_table *table)
+{
+	if (!table->random_left) {
+		arc4random_buf(table->random, sizeof(table->random));
+		table->random_left = NRMA_TOKEN_RANDOM_BATCH;
+	}
+	return table->random[--table->random_left];
+}
+
 int64_t nrma_token_get(struct nrma_token_table *table)
 {
 	int64_t index = nrma_bufpool_get(&table->slots);
@@ -33,7 +43,7 @@ int64_t nrma_token_get(struct nrma_token_table *table)
 	if (index < 0)
 		return index;
 	do
-		table->gen[index] = arc4random();
+		table->gen[index] = token_random(table);
 	while (!table->gen[index]);
 	return index;
 }

@@ -5,6 +5,9 @@
  * the slot's index and the generation it got when it was taken, so a
  * token of a slot freed and taken again finds nothing.  Generations are
  * random and never 0: a peer that sees some tokens cannot tell others.
+ * They come from a buffer that one arc4random_buf call fills: glibc's
+ * arc4random makes a getrandom system call each time, which would cost
+ * every operation a system call.
  */
 #ifndef NRMA_TOKEN_H
 #define NRMA_TOKEN_H
@@ -14,9 +17,13 @@
 
 #include "nrma_bufpool.h"
 
+#define NRMA_TOKEN_RANDOM_BATCH 64 /* 256 bytes: one getrandom call */
+
 struct nrma_token_table {
 	struct nrma_bufpool slots;
 	uint32_t *gen; /* by slot; 0: free */
+	uint32_t random[NRMA_TOKEN_RANDOM_BATCH];
+	unsigned int random_left; /* unused words at the front of random */
 };
 
 int nrma_token_table_init(struct nrma_token_table *table, size_t count,

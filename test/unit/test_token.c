@@ -91,6 +91,28 @@ static void test_generations_unpredictable(void **state)
 	assert_true(same < 2);
 }
 
+/* Generations come in batches: they stay random across refills. */
+static void test_generations_across_batches(void **state)
+{
+	struct nrma_token_table *t = *state;
+	enum { N = 4 * NRMA_TOKEN_RANDOM_BATCH + 3 };
+	uint32_t gen[N];
+	int repeats = 0;
+
+	for (int i = 0; i < N; i++) {
+		int64_t a = nrma_token_get(t);
+
+		gen[i] = nrma_token_of(t, a) >> 32;
+		assert_true(gen[i] != 0);
+		nrma_token_put(t, a);
+	}
+	/* a refill that handed out the same words again would repeat them */
+	for (int i = 0; i < N; i++)
+		for (int j = i + 1; j < N; j++)
+			repeats += gen[i] == gen[j];
+	assert_true(repeats < 2);
+}
+
 static void test_exhaustion(void **state)
 {
 	struct nrma_token_table *t = *state;
@@ -108,8 +130,11 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, token_setup, token_teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_token_names_its_slot), T(test_stale_token),
-		T(test_forged_tokens),	      T(test_generations_unpredictable),
+		T(test_token_names_its_slot),
+		T(test_stale_token),
+		T(test_forged_tokens),
+		T(test_generations_unpredictable),
+		T(test_generations_across_batches),
 		T(test_exhaustion),
 	};
 #undef T
