@@ -71,6 +71,7 @@ struct bench_opts {
 	unsigned timeout_s;
 	const char *only, *csv, *plot;
 	size_t peers;
+	size_t rounds; /* every variant this often; figures are medians */
 };
 
 /* One process of a pair: its transport and what it sent and received. */
@@ -363,7 +364,7 @@ static void usage(const char *prog, bool asked)
 	fprintf(asked ? stdout : stderr,
 		"usage: %s [-q] [-n ops] [-l iters] [-s max_size] [-w window]\n"
 		"       [-b bytes] [-t secs] [-a addr] [-V variant,...]\n"
-		"       [-P peers] [--csv file] [--plot prefix] [-h]\n",
+		"       [-r rounds] [-P peers] [--csv file] [--plot prefix] [-h]\n",
 		prog);
 	exit(asked ? 0 : 2);
 }
@@ -379,15 +380,16 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "qhn:l:s:w:b:t:a:V:P:", longopts,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "qhn:l:s:w:b:t:a:V:r:P:",
+				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'q': /* a smoke run: it must finish, not measure well */
 			*o = (struct bench_opts){ 200,	    50,
 						  65536,    16,
 						  1u << 20, o->timeout_s,
 						  o->only,  o->csv,
-						  o->plot,  4 };
+						  o->plot,  4,
+						  o->rounds };
 			break;
 		case 'n':
 			o->ops = strtoul(optarg, NULL, 0);
@@ -413,6 +415,9 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 		case 'V':
 			o->only = optarg;
 			break;
+		case 'r':
+			o->rounds = strtoul(optarg, NULL, 0);
+			break;
 		case 'P':
 			o->peers = strtoul(optarg, NULL, 0);
 			break;
@@ -430,33 +435,94 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 		}
 	}
 	if (!o->ops || !o->lat_iters || o->max_size < 8 || !o->window ||
-	    !o->budget || optind != argc)
+	    !o->budget || !o->rounds || optind != argc)
 		usage(argv[0], false);
+}
+
+static int secs_cmp(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+typedef struct bench_result bench_round[N_VARIANTS][64];
+
+/* Step i of variant v: its median over the rounds in which it ran. */
+static struct bench_result median_of(const bench_round *rounds, size_t count,
+				     size_t v, size_t i)
+{
+	double secs[count];
+	size_t n = 0;
+
+	for (size_t k = 0; k < count; k++)
+		if (!rounds[k][v][i].failed)
+			secs[n++] = rounds[k][v][i].secs;
+	if (!n)
+		return (struct bench_result){ .failed = 1 };
+	qsort(secs, n, sizeof(secs[0]), secs_cmp);
+	return (struct bench_result){
+		.secs = n % 2 ? secs[n / 2] :
+				(secs[n / 2 - 1] + secs[n / 2]) / 2,
+	};
+}
+
+/*
+ * Every chosen variant once a round, round after round, so that drift
+ * on the host touches every variant alike.  A variant's status is that
+ * of its first round that did not go well.
+ */
+static void run_rounds(const struct bench_opts *o, const struct bench_step *st,
+		       size_t nsteps, bench_round *rounds, int *status)
+{
+	for (size_t k = 0; k < o->rounds; k++) {
+		if (o->rounds > 1)
+			fprintf(stderr, "nrma_bench: round %zu of %zu\n", k + 1,
+				o->rounds);
+		for (size_t v = 0; v < N_VARIANTS; v++) {
+			int rc;
+
+			if (!variant_chosen(o, bench_variants[v].name)) {
+				status[v] = -1;
+				continue;
+			}
+			if (k && status[v] == EXIT_SKIP)
+				continue;
+			rc = run_variant(&bench_variants[v], o, st, nsteps,
+					 rounds[k][v]);
+			if (!k || !status[v])
+				status[v] = rc;
+		}
+	}
 }
 
 int main(int argc, char **argv)
 {
-	struct bench_opts o = { 20000, 1000, 4u << 20, 32,   32u << 20,
-				300,   NULL, NULL,     NULL, 64 };
+	struct bench_opts o = { 20000, 1000, 4u << 20, 32, 32u << 20, 300,
+				NULL,  NULL, NULL,     64, 1 };
 	static struct bench_result res[N_VARIANTS][64];
 	struct bench_step steps[64];
 	int status[N_VARIANTS], rc = 0;
+	bench_round *rounds;
 	size_t nsteps;
 
 	parse(argc, argv, &o);
 	nsteps = make_plan(&o, steps);
+	rounds = calloc(o.rounds, sizeof(*rounds));
+	if (!rounds)
+		return 1;
 	signal(SIGPIPE, SIG_IGN);
+	run_rounds(&o, steps, nsteps, rounds, status);
 	for (size_t v = 0; v < N_VARIANTS; v++) {
-		status[v] = variant_chosen(&o, bench_variants[v].name) ?
-				    run_variant(&bench_variants[v], &o, steps,
-						nsteps, res[v]) :
-				    -1;
+		for (size_t i = 0; i < nsteps; i++)
+			res[v][i] = median_of(rounds, o.rounds, v, i);
 		if (status[v] > 0 && status[v] != EXIT_SKIP)
 			rc = 1;
 	}
+	free(rounds);
 	if (bench_report(&(struct bench_report){
 		    bench_variants, N_VARIANTS, status, steps, nsteps,
-		    &res[0][0], 64, o.csv, o.plot }))
+		    &res[0][0], 64, o.rounds, o.csv, o.plot }))
 		rc = 1;
 	if (o.peers && bench_peers(stdout, o.peers))
 		rc = 1;

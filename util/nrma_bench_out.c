@@ -316,6 +316,8 @@ int bench_report(const struct bench_report *r)
 {
 	int rc = 0;
 
+	if (r->rounds > 1)
+		printf("each figure: the median of %zu rounds\n", r->rounds);
 	print_table(r, BENCH_LAT, false,
 		    "latency: usec, half a round trip (lower is better)");
 	print_table(r, BENCH_STREAM, false, "stream: operations per second");

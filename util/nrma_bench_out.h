@@ -13,6 +13,7 @@ struct bench_report {
 	size_t nsteps;
 	const struct bench_result *res; /* [variant * stride + step] */
 	size_t stride;
+	size_t rounds;		/* res holds medians of this many rounds */
 	const char *csv, *plot; /* file, and prefix of the plots' files */
 };
 
