@@ -122,11 +122,11 @@ static size_t comp_cq_room(struct nrma_cq *cq)
 
 size_t nrma_comp_room(struct nrma_ep *ep)
 {
-	size_t room = SIZE_MAX, cq_room;
+	size_t room = ep->tx_cq ? comp_cq_room(ep->tx_cq) : SIZE_MAX, cq_room;
 
-	if (ep->tx_cq && (cq_room = comp_cq_room(ep->tx_cq)) < room)
-		room = cq_room;
-	if (ep->rx_cq && (cq_room = comp_cq_room(ep->rx_cq)) < room)
+	/* Most endpoints have one CQ for both: one lock per progress. */
+	if (ep->rx_cq && ep->rx_cq != ep->tx_cq &&
+	    (cq_room = comp_cq_room(ep->rx_cq)) < room)
 		room = cq_room;
 	return room;
 }

@@ -59,7 +59,7 @@ static void victim_host(void)
 static void driver_stream(struct ft_stream **s)
 {
 	int64_t deadline = itest_deadline(), killed = -1;
-	bool warm = false;
+	bool warm = false, late;
 
 	while (killed < 0 || ft_in_flight(s[0])) {
 		if (killed < 0 && itest_host_has("killed"))
@@ -73,11 +73,14 @@ static void driver_stream(struct ft_stream **s)
 		ft_stream_post(s[1]);
 		ft_reap(s, 2);
 		itest_progress();
-		if (killed >= 0)
-			EXPECT(itest_now_ms() - killed < FT_BOUND_S * 1000,
-			       "every operation to the killed peer ends "
-			       "within %d s (%" PRIu64 " in flight)",
-			       FT_BOUND_S, ft_in_flight(s[0]));
+		late = killed >= 0 &&
+		       itest_now_ms() - killed >= FT_BOUND_S * 1000;
+		if (late)
+			itest_host_dump_device();
+		EXPECT(!late,
+		       "every operation to the killed peer ends within %d s "
+		       "(%" PRIu64 " in flight)",
+		       FT_BOUND_S, ft_in_flight(s[0]));
 		itest_check_deadline(deadline, "the stream");
 	}
 	printf("first error %" PRId64 " ms and last end %" PRId64
