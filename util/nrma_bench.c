@@ -65,6 +65,7 @@ static const struct bench_variant bench_variants[] = {
 static const size_t bench_sizes[] = { 8,     64,     512,      4096,	16384,
 				      65536, 262144, 1u << 20, 4u << 20 };
 static const size_t bench_windows[] = { 1, 4, 16, 64 };
+#define BENCH_ROUNDS_MAX 1000 /* -r: a round's results are 16 KiB */
 
 struct bench_opts {
 	size_t ops, lat_iters, max_size, window, budget;
@@ -435,7 +436,8 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 		}
 	}
 	if (!o->ops || !o->lat_iters || o->max_size < 8 || !o->window ||
-	    !o->budget || !o->rounds || optind != argc)
+	    !o->budget || !o->rounds || o->rounds > BENCH_ROUNDS_MAX ||
+	    optind != argc)
 		usage(argv[0], false);
 }
 
