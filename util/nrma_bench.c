@@ -65,7 +65,14 @@ static const struct bench_variant bench_variants[] = {
 static const size_t bench_sizes[] = { 8,     64,     512,      4096,	16384,
 				      65536, 262144, 1u << 20, 4u << 20 };
 static const size_t bench_windows[] = { 1, 4, 16, 64 };
+/* Steps of a plan: a latency and a stream step a size, a rate step a window. */
+#define BENCH_STEPS_MAX	 64
 #define BENCH_ROUNDS_MAX 1000 /* -r: a round's results are 16 KiB */
+_Static_assert(2 * sizeof(bench_sizes) / sizeof(bench_sizes[0]) +
+			       sizeof(bench_windows) /
+				       sizeof(bench_windows[0]) <=
+		       BENCH_STEPS_MAX,
+	       "make_plan's steps fit");
 
 struct bench_opts {
 	size_t ops, lat_iters, max_size, window, budget;
@@ -466,7 +473,7 @@ static int secs_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-typedef struct bench_result bench_round[N_VARIANTS][64];
+typedef struct bench_result bench_round[N_VARIANTS][BENCH_STEPS_MAX];
 
 /* Step i of variant v: its median over the rounds in which it ran. */
 static struct bench_result median_of(const bench_round *rounds, size_t count,
@@ -520,8 +527,8 @@ int main(int argc, char **argv)
 {
 	struct bench_opts o = { 20000, 1000, 4u << 20, 32, 32u << 20, 300,
 				NULL,  NULL, NULL,     64, 1 };
-	static struct bench_result res[N_VARIANTS][64];
-	struct bench_step steps[64];
+	static bench_round res;
+	struct bench_step steps[BENCH_STEPS_MAX];
 	int status[N_VARIANTS], rc = 0;
 	bench_round *rounds;
 	size_t nsteps;
@@ -542,7 +549,7 @@ int main(int argc, char **argv)
 	free(rounds);
 	if (bench_report(&(struct bench_report){
 		    bench_variants, N_VARIANTS, status, steps, nsteps,
-		    &res[0][0], 64, o.rounds, o.csv, o.plot }))
+		    &res[0][0], BENCH_STEPS_MAX, o.rounds, o.csv, o.plot }))
 		rc = 1;
 	if (o.peers && bench_peers(stdout, o.peers))
 		rc = 1;

@@ -107,6 +107,16 @@ void itest_host_dump_device(void)
 		fprintf(stderr, "(no device state: rdma or sysfs missing)\n");
 }
 
+bool itest_host_past_bound(int64_t since_ms, int bound_s)
+{
+	bool past = since_ms >= 0 &&
+		    itest_now_ms() - since_ms >= bound_s * 1000;
+
+	if (past)
+		itest_host_dump_device();
+	return past;
+}
+
 void itest_host_wait(const char *key)
 {
 	itest_host_get(key, NULL, 0);

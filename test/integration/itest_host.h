@@ -8,6 +8,7 @@
 #ifndef NRMA_ITEST_HOST_H
 #define NRMA_ITEST_HOST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,5 +31,10 @@ void itest_host_signal(const char *key);
 void itest_host_wait(const char *key);
 /* The device's queue pairs and counters, on stderr: for a failure report. */
 void itest_host_dump_device(void);
+/*
+ * Whether bound_s seconds have passed since since_ms (never while
+ * since_ms < 0); when they have, the device's state is dumped first.
+ */
+bool itest_host_past_bound(int64_t since_ms, int bound_s);
 
 #endif /* NRMA_ITEST_HOST_H */

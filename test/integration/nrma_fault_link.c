@@ -83,9 +83,7 @@ static void driver_host(void)
 		if (down < 0)
 			ft_stream_post(&s);
 		driver_pump(&s);
-		late = down >= 0 && itest_now_ms() - down >= FT_BOUND_S * 1000;
-		if (late)
-			itest_host_dump_device();
+		late = itest_host_past_bound(down, FT_BOUND_S);
 		EXPECT(!late,
 		       "every operation ends within %d s of the link going "
 		       "down (%" PRIu64 " in flight)",

@@ -73,10 +73,7 @@ static void driver_stream(struct ft_stream **s)
 		ft_stream_post(s[1]);
 		ft_reap(s, 2);
 		itest_progress();
-		late = killed >= 0 &&
-		       itest_now_ms() - killed >= FT_BOUND_S * 1000;
-		if (late)
-			itest_host_dump_device();
+		late = itest_host_past_bound(killed, FT_BOUND_S);
 		EXPECT(!late,
 		       "every operation to the killed peer ends within %d s "
 		       "(%" PRIu64 " in flight)",
