@@ -132,6 +132,7 @@ struct nrma_params {
 	int notify_wake_ms;	  /* sleep bound while remote atomics count */
 	size_t notify_coalesce;	  /* notified writes one atomic may count */
 	bool msg_ep;		  /* offer FI_EP_MSG endpoints */
+	int stall_ms;		  /* fail a connection whose work stalls */
 };
 extern struct nrma_params nrma_params;
 
@@ -310,6 +311,8 @@ int nrma_ep_set_arm(struct nrma_ep_set *set);
  * remote atomics give back without an event.
  */
 int nrma_ep_set_sleep_ms(struct nrma_ep_set *set, int left_ms);
+/* Whether the set must be polled: sends wait for credits (as above). */
+bool nrma_ep_set_polled(struct nrma_ep_set *set);
 
 /*
  * Completion queue: a ring of completions, errors among them in the order

@@ -238,6 +238,7 @@ static struct nrma_conn *conn_alloc(struct nrma_cm *cm, struct rdma_cm_id *id,
 	conn->id = id;
 	conn->peer = *peer;
 	conn->outgoing = outgoing;
+	conn->stall_since = -1;
 	conn->state = NRMA_CONN_CONNECTING;
 	conn->fi_addr = FI_ADDR_NOTAVAIL;
 	nrma_dlist_init(&conn->send_queue);
@@ -332,6 +333,45 @@ void nrma_cm_disable(struct nrma_cm *cm, int error)
 	nrma_dlist_foreach_safe (&cm->table.conns, item, next)
 		nrma_conn_fail(nrma_container_of(item, struct nrma_conn, link),
 			       error);
+}
+
+static bool conn_busy(const struct nrma_conn *conn)
+{
+	return conn->state == NRMA_CONN_CONNECTED &&
+	       conn->sq_free < conn->cm->attr.sq_depth;
+}
+
+bool nrma_cm_busy(const struct nrma_cm *cm)
+{
+	const struct nrma_dlist *item;
+
+	nrma_dlist_foreach (&cm->table.conns, item)
+		if (conn_busy(nrma_container_of(item, struct nrma_conn, link)))
+			return true;
+	return false;
+}
+
+/*
+ * A device that stops retrying would hold a connection's work forever
+ * (Soft-RoCE on Linux 6.1 does, fi_nrma(7)).
+ */
+void nrma_cm_fail_stalled(struct nrma_cm *cm, int64_t now_ms, int stall_ms)
+{
+	struct nrma_dlist *item, *next;
+
+	nrma_dlist_foreach_safe (&cm->table.conns, item, next) {
+		struct nrma_conn *conn =
+			nrma_container_of(item, struct nrma_conn, link);
+
+		if (!nrma_conn_stalled(conn, conn_busy(conn), now_ms, stall_ms))
+			continue;
+		NRMA_WARN(FI_LOG_EP_DATA,
+			  "connection %s:%u: the device ended none of its "
+			  "work in %d ms; failing it\n",
+			  inet_ntoa(conn->peer.sin_addr),
+			  ntohs(conn->peer.sin_port), stall_ms);
+		nrma_conn_fail(conn, -FI_ETIMEDOUT);
+	}
 }
 
 static int conn_create_qp(struct nrma_conn *conn)

@@ -78,7 +78,11 @@ struct nrma_conn {
 	uint16_t peer_ctx;	 /* and context (nrma_proto.h), 0 if ours */
 	fi_addr_t fi_addr;	 /* FI_ADDR_NOTAVAIL until known */
 	uint32_t qp_num;
-	size_t sq_free;	      /* send queue slots not in use */
+	size_t sq_free; /* send queue slots not in use */
+	/* The stall watch (nrma_conn_stalled). */
+	uint64_t sq_done;     /* chains of work requests the device ended */
+	uint64_t stall_seen;  /* sq_done when last looked at */
+	int64_t stall_since;  /* ms: busy with no end seen since, or -1 */
 	uint32_t notify_rkey; /* the peer endpoint's cell, 0: none */
 	int64_t started;      /* ms: first attempt to reach the peer */
 	/* Operations and owed ACKs that use it: it lives while any do. */
@@ -132,6 +136,14 @@ struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
 					  uint16_t ctx);
 struct nrma_conn *nrma_conn_table_by_qp(const struct nrma_conn_table *table,
 					uint32_t qp_num);
+
+/*
+ * The stall watch's look at conn, busy if it has work on the device:
+ * whether it ended none of it for stall_ms.  The clock starts at the
+ * first look that finds it busy and starts again at each end seen.
+ */
+bool nrma_conn_stalled(struct nrma_conn *conn, bool busy, int64_t now_ms,
+		       int stall_ms);
 
 /*
  * What to do with a connection request from the peer of existing (NULL:
@@ -278,6 +290,14 @@ void nrma_cm_req_done(struct nrma_cm_req *req);
 void nrma_conn_fail(struct nrma_conn *conn, int error);
 /* Fails every connection, and refuses new ones with error, for good. */
 void nrma_cm_disable(struct nrma_cm *cm, int error);
+/* Whether a connection has work requests on the device. */
+bool nrma_cm_busy(const struct nrma_cm *cm);
+/*
+ * Fails, with -FI_ETIMEDOUT, each connection whose device ended none of
+ * its work requests for stall_ms; call it only when the completion queue
+ * was just found empty, once in a while (now_ms).
+ */
+void nrma_cm_fail_stalled(struct nrma_cm *cm, int64_t now_ms, int stall_ms);
 /* Whose connection it is: the arg of its cm's attributes. */
 void *nrma_conn_owner(const struct nrma_conn *conn);
 /* The peer sent on an accepted connection: it is up. */

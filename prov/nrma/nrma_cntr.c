@@ -262,7 +262,7 @@ int nrma_cntr_trywait(struct nrma_cntr *cntr)
 	nrma_ep_set_progress(&cntr->eps);
 	/* Remote atomics raise no event: such a counter must be polled, and
 	 * so must one whose endpoints' sends wait for credits. */
-	if (cntr_remote(cntr) || nrma_ep_set_sleep_ms(&cntr->eps, -1) >= 0)
+	if (cntr_remote(cntr) || nrma_ep_set_polled(&cntr->eps))
 		return -FI_EAGAIN;
 	ret = nrma_ep_set_arm(&cntr->eps);
 	/* Every local change signals the fd: one drained now wakes on the next. */

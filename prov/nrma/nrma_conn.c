@@ -113,6 +113,21 @@ struct nrma_conn *nrma_conn_table_by_qp(const struct nrma_conn_table *table,
 }
 
 /* The smaller name's request wins: the larger gives up its own attempt. */
+bool nrma_conn_stalled(struct nrma_conn *conn, bool busy, int64_t now_ms,
+		       int stall_ms)
+{
+	bool stalled = false;
+
+	if (!busy)
+		conn->stall_since = -1;
+	else if (conn->stall_since < 0 || conn->sq_done != conn->stall_seen)
+		conn->stall_since = now_ms;
+	else
+		stalled = now_ms - conn->stall_since >= stall_ms;
+	conn->stall_seen = conn->sq_done;
+	return stalled;
+}
+
 enum nrma_conn_verdict nrma_conn_request_verdict(
 	const struct sockaddr_in *self, const struct nrma_conn *existing)
 {

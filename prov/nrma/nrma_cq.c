@@ -239,7 +239,7 @@ int nrma_cq_trywait(struct nrma_cq *cq)
 	if (ret)
 		return ret;
 	/* Credits come back without an event: keep polling until then. */
-	if (nrma_ep_set_sleep_ms(&cq->eps, -1) >= 0)
+	if (nrma_ep_set_polled(&cq->eps))
 		return -FI_EAGAIN;
 	pthread_mutex_lock(&cq->lock);
 	if (cq_ready(cq)) {

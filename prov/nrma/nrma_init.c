@@ -23,6 +23,7 @@ struct nrma_params nrma_params = {
 	.notify_wake_ms = 1,
 	.notify_coalesce = 1,
 	.msg_ep = true,
+	.stall_ms = 20000,
 };
 
 static void nrma_cleanup(void)
@@ -106,6 +107,10 @@ static void nrma_define_params(void)
 		&nrma_prov, "msg_ep", FI_PARAM_BOOL,
 		"Offer connected endpoints (FI_EP_MSG) to FI_EP_MSG hints; libfabric then layers ofi_rxm over them as 'nrma;ofi_rxm' (default: %s)",
 		nrma_params.msg_ep ? "yes" : "no");
+	fi_param_define(
+		&nrma_prov, "stall_ms", FI_PARAM_INT,
+		"Fail a connection, its operations in error, when the device ended none of its work requests for this long; 0: trust the device's retries alone (default: %d)",
+		nrma_params.stall_ms);
 }
 
 static void nrma_read_bool(const char *name, bool *value)
@@ -138,6 +143,13 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "notify_coalesce",
 			    &nrma_params.notify_coalesce);
 	nrma_read_bool("msg_ep", &nrma_params.msg_ep);
+	fi_param_get_int(&nrma_prov, "stall_ms", &nrma_params.stall_ms);
+	if (nrma_params.stall_ms < 0) {
+		NRMA_WARN(FI_LOG_CORE,
+			  "FI_NRMA_STALL_MS=%d: negative, using 0\n",
+			  nrma_params.stall_ms);
+		nrma_params.stall_ms = 0;
+	}
 	if (!fi_param_get_str(&nrma_prov, "notify_fence", &fence)) {
 		if (!strcmp(fence, "always"))
 			nrma_params.notify_fence_always = true;

@@ -113,23 +113,48 @@ int nrma_ep_set_arm(struct nrma_ep_set *set)
 	return ret;
 }
 
-int nrma_ep_set_sleep_ms(struct nrma_ep_set *set, int left_ms)
+/*
+ * How long a wait on ep may sleep (< 0: for ever) without missing what
+ * raises no event: credits that remote atomics give back, and, with
+ * stalls, a device that stopped ending the work in flight.
+ */
+static int progress_sleep_bound(struct nrma_ep *ep, bool stalls)
 {
-	bool polled = false;
+	int bound = -1;
 
+	pthread_mutex_lock(ep->lock);
+	if (!ep->enabled)
+		bound = -1;
+	else if (!nrma_dlist_empty(&ep->xfer->blocked_conns))
+		bound = nrma_params.notify_wake_ms;
+	else if (stalls && nrma_params.stall_ms && nrma_cm_busy(ep->cm))
+		bound = NRMA_STALL_CHECK_MS;
+	pthread_mutex_unlock(ep->lock);
+	return bound;
+}
+
+static int progress_set_sleep_bound(struct nrma_ep_set *set, int left_ms,
+				    bool stalls)
+{
 	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count && !polled; i++) {
-		struct nrma_ep *ep = set->eps[i];
+	for (size_t i = 0; i < set->count; i++) {
+		int bound = progress_sleep_bound(set->eps[i], stalls);
 
-		pthread_mutex_lock(ep->lock);
-		polled = ep->enabled &&
-			 !nrma_dlist_empty(&ep->xfer->blocked_conns);
-		pthread_mutex_unlock(ep->lock);
+		if (bound >= 0 && (left_ms < 0 || bound < left_ms))
+			left_ms = bound;
 	}
 	pthread_mutex_unlock(&set->lock);
-	if (!polled || (left_ms >= 0 && left_ms < nrma_params.notify_wake_ms))
-		return left_ms;
-	return nrma_params.notify_wake_ms;
+	return left_ms;
+}
+
+int nrma_ep_set_sleep_ms(struct nrma_ep_set *set, int left_ms)
+{
+	return progress_set_sleep_bound(set, left_ms, true);
+}
+
+bool nrma_ep_set_polled(struct nrma_ep_set *set)
+{
+	return progress_set_sleep_bound(set, -1, false) >= 0;
 }
 
 /* Work completions */
@@ -146,6 +171,16 @@ static void progress_send_wc(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_send_finish(ep, op);
 }
 
+/* What flushed a request: a connection that timed out times it out. */
+static int progress_wc_errno(const struct nrma_conn *conn,
+			     const struct nrma_wc *wc)
+{
+	if (wc->status == nrma_verbs_status_flushed &&
+	    conn->error == -FI_ETIMEDOUT)
+		return FI_ETIMEDOUT;
+	return nrma_verbs_status_errno(wc->status);
+}
+
 /*
  * Whether a completion ends its chain of work requests: the signaled last
  * one does, and frees the slots of all; an unsignaled one only completes
@@ -157,7 +192,7 @@ static bool progress_chain_done(struct nrma_op *op, const struct nrma_wc *wc)
 	uint64_t slots = wc->wr_id >> NRMA_WR_SLOTS_SHIFT & NRMA_WR_SLOTS_MASK;
 
 	if (wc->status && !op->error) {
-		op->error = nrma_verbs_status_errno(wc->status);
+		op->error = progress_wc_errno(op->conn, wc);
 		op->prov_errno = wc->status;
 		nrma_conn_fail(op->conn, -op->error);
 	}
@@ -171,6 +206,7 @@ static bool progress_chain_done(struct nrma_op *op, const struct nrma_wc *wc)
 		if (--op->wc_orphans)
 			return false;
 	}
+	op->conn->sq_done++;
 	return true;
 }
 
@@ -260,22 +296,44 @@ static void progress_retry(struct nrma_ep *ep)
 	nrma_send_check_peers(ep);
 }
 
+/*
+ * Connections whose work the device stopped ending (FI_NRMA_STALL_MS),
+ * looked for when its completion queue was just emptied: a completion
+ * still in it would look like a stall.
+ */
+static void progress_watch_stalls(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	int64_t now;
+
+	if (!nrma_params.stall_ms)
+		return;
+	now = nrma_now_ms();
+	if (now - x->stalls_checked_ms < NRMA_STALL_CHECK_MS)
+		return;
+	x->stalls_checked_ms = now;
+	nrma_cm_fail_stalled(ep->cm, now, nrma_params.stall_ms);
+}
+
 /* A disabled endpoint's device completes nothing more (nrma_ep_disable). */
 int nrma_progress_poll(struct nrma_ep *ep)
 {
 	struct nrma_wc wc[NRMA_POLL_BATCH];
-	int n;
+	int budget, n;
 
 	if (!ep->enabled)
 		return 0;
 	nrma_verbs_ep_ack_events(ep->verbs);
-	n = nrma_verbs_poll(ep->verbs, wc, progress_budget(ep));
+	budget = progress_budget(ep);
+	n = nrma_verbs_poll(ep->verbs, wc, budget);
 	for (int i = 0; i < n; i++) {
 		if (wc[i].wr_id & NRMA_WR_RECV)
 			progress_recv_wc(ep, &wc[i]);
 		else
 			progress_op_wc(ep, &wc[i]);
 	}
+	if (n < budget)
+		progress_watch_stalls(ep);
 	progress_retry(ep);
 	return n > 0 ? n : 0;
 }

@@ -201,8 +201,9 @@ struct nrma_xfer {
 	struct nrma_dlist stalled_reads; /* struct nrma_stalled_read */
 	struct nrma_bufpool stalls;	 /* one a receive buffer */
 	size_t acks;			 /* ACKs posted, not yet completed */
-	int64_t checked_ms; /* sends waiting for ACKs last checked */
-	uint64_t *scratch;  /* where notification atomics fetch to */
+	int64_t checked_ms;	   /* sends waiting for ACKs last checked */
+	int64_t stalls_checked_ms; /* connections last watched for stalls */
+	uint64_t *scratch;	   /* where notification atomics fetch to */
 	struct nrma_verbs_mr *scratch_mr;
 	size_t credits_msg; /* what we grant each peer */
 	size_t credits_ctl;
@@ -268,7 +269,9 @@ ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
  * peer that went away (its host, or the link) fails the send within the
  * transport's retries, though nothing else goes to it.
  */
-#define NRMA_ACK_PROBE_MS 1000
+#define NRMA_ACK_PROBE_MS   1000
+/* How often connections are watched for stalls (FI_NRMA_STALL_MS). */
+#define NRMA_STALL_CHECK_MS 1000
 int64_t nrma_now_ms(void);
 /* Probes the peers of sends waiting long for their ACKs. */
 void nrma_send_check_peers(struct nrma_ep *ep);

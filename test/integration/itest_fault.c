@@ -54,7 +54,8 @@ void ft_target_run(const char *key, const char *stop_key,
 	info.key = fi_mr_key(mr);
 	itest_host_put(key, &info, sizeof(info));
 	/* Take what comes; put every receive back. */
-	while (!itest_host_has(stop_key)) {
+	for (int64_t deadline = itest_deadline(); !itest_host_has(stop_key);) {
+		itest_check_deadline(deadline, itest_fmt("the %s", stop_key));
 		itest_progress();
 		while (n.rx->count) {
 			struct itest_comp c = itest_cq_wait(n.rx, "a message");

@@ -68,11 +68,20 @@ void itest_host_put(const char *key, const void *buf, size_t len)
 	CHECK(!rename(tmp, host_path(key, "")));
 }
 
-int itest_host_has(const char *key)
+static bool host_published(const char *key)
 {
 	struct stat st;
 
 	return !stat(host_path(key, ""), &st);
+}
+
+int itest_host_has(const char *key)
+{
+	if (host_published(key))
+		return 1;
+	if (host_self >= 0 && host_published(host_failed_key(!host_self)))
+		FAIL("the other host failed before its %s", key);
+	return 0;
 }
 
 void itest_host_get(const char *key, void *buf, size_t len)
@@ -81,9 +90,6 @@ void itest_host_get(const char *key, void *buf, size_t len)
 	FILE *f;
 
 	while (!itest_host_has(key)) {
-		if (host_self >= 0 &&
-		    itest_host_has(host_failed_key(!host_self)))
-			FAIL("the other host failed before its %s", key);
 		itest_check_deadline(deadline,
 				     itest_fmt("the other host's %s", key));
 		itest_progress();

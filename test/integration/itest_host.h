@@ -18,7 +18,7 @@ int itest_host(void);
 const char *itest_host_peer_addr(void);
 /* Publishes len bytes under key for the other host. */
 void itest_host_put(const char *key, const void *buf, size_t len);
-/* Whether the other host published key yet. */
+/* Whether the other host published key yet; fails if it failed. */
 int itest_host_has(const char *key);
 /*
  * Waits (within the deadline, progressing) for key and reads it; fails at

@@ -6,7 +6,9 @@
  * link" only parks the packets in the virtual NIC until it is up again.)
  * Host 1 runs a target; host 0 drives mixed operations at it (see
  * itest_fault.h).  While the link is down, every operation in flight must
- * end, with errors as the transport gives up, within FT_BOUND_S; once it
+ * end, with errors as the transport gives up (or, where the device stops
+ * retrying, as nrma's stall watch does: FI_NRMA_STALL_MS, 20 s), within
+ * FT_BOUND_S; once it
  * is up again, the same fi_addr_t is reached again and operations
  * succeed.  The driver prints its accounts.
  */

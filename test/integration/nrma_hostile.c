@@ -21,7 +21,12 @@
  *     reads nothing more;
  *  5. it connects a third time and sends one message more than V's
  *     credits allow (until then it keeps to them): V drops the
- *     connection.
+ *     connection;
+ *  6. it connects a fourth time, granting credits but posting no receive:
+ *     V's message to it waits in the device's receiver-not-ready retries,
+ *     which never end, until V's stall watch (FI_NRMA_STALL_MS, here
+ *     STALL_MS) fails the connection: the send ends in FI_ETIMEDOUT, no
+ *     sooner, and H sees the connection go.
  */
 #include <rdma/rdma_cma.h>
 
@@ -39,6 +44,7 @@
 #define FAKE_CREDITS_CTL 8
 #define FAKE_CREDITS_MSG (FAKE_BUFS - FAKE_CREDITS_CTL)
 #define FAKE_CELL	 4096
+#define STALL_MS	 2000
 
 enum {
 	STEP_NAMES = 1, /* H and P are up */
@@ -53,6 +59,8 @@ enum {
 	STEP_KEY_SENT,	/* V's send to H completed */
 	STEP_KEY_READ,	/* H tried the key again */
 	STEP_OVERRUN,	/* H sent past its credits and saw its connection go */
+	STEP_MUTE,	/* H connected with no receive posted */
+	STEP_MUTE_GONE, /* and saw its connection go */
 	STEP_DONE,
 };
 
@@ -104,8 +112,8 @@ static void fake_post_recv(struct fake *f, int i)
 	CHECK(!ibv_post_recv(f->id->qp, &wr, &bad));
 }
 
-/* Resolves V and makes a QP, ready to connect. */
-static void fake_open(struct fake *f, const struct sockaddr_in *dst)
+/* Resolves V and makes a QP, with recvs buffers posted, ready to connect. */
+static void fake_open(struct fake *f, const struct sockaddr_in *dst, int recvs)
 {
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_RC,
@@ -133,7 +141,7 @@ static void fake_open(struct fake *f, const struct sockaddr_in *dst)
 	f->mr = ibv_reg_mr(f->pd, f->buf, (FAKE_BUFS + 1) * FAKE_BUF,
 			   IBV_ACCESS_LOCAL_WRITE);
 	CHECK(f->mr != NULL);
-	for (int i = 0; i < FAKE_BUFS; i++)
+	for (int i = 0; i < recvs; i++)
 		fake_post_recv(f, i);
 	f->cell = aligned_alloc(FAKE_CELL, FAKE_CELL);
 	CHECK(f->cell != NULL);
@@ -320,7 +328,7 @@ static void hostile_key(struct itest_chan *ch, const struct sockaddr_in *v,
 	struct fake f;
 	int reason, status;
 
-	fake_open(&f, v);
+	fake_open(&f, v, FAKE_BUFS);
 	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
 	       "H connects again (reason %d)", reason);
 	itest_signal(ch, STEP_H_AGAIN);
@@ -353,7 +361,7 @@ static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
 	struct fake f;
 	int reason;
 
-	fake_open(&f, v);
+	fake_open(&f, v, FAKE_BUFS);
 	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
 	       "H connects a third time (reason %d)", reason);
 	hdr = (void *) (f.buf + FAKE_BUFS * FAKE_BUF);
@@ -366,6 +374,22 @@ static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
 	}
 	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
 	itest_signal(ch, STEP_OVERRUN);
+	fake_close(&f);
+}
+
+/* 6. A peer that takes nothing: V's stall watch gives up on it. */
+static void hostile_mute(struct itest_chan *ch, const struct sockaddr_in *v,
+			 const struct sockaddr_in *claim)
+{
+	struct fake f;
+	int reason;
+
+	fake_open(&f, v, 0);
+	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
+	       "H connects a fourth time (reason %d)", reason);
+	itest_signal(ch, STEP_MUTE);
+	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
+	itest_signal(ch, STEP_MUTE_GONE);
 	fake_close(&f);
 }
 
@@ -382,7 +406,7 @@ static void hostile(void *arg)
 	/* 1. A name on another host. */
 	claim = v;
 	claim.sin_addr.s_addr ^= htonl(0x42);
-	fake_open(&f, &v);
+	fake_open(&f, &v, FAKE_BUFS);
 	EXPECT(fake_connect(&f, &claim, &reason) == RDMA_CM_EVENT_REJECTED,
 	       "a foreign name is rejected");
 	EXPECT(reason == NRMA_REJECT_IDENTITY, "reason %d", reason);
@@ -390,7 +414,7 @@ static void hostile(void *arg)
 	/* 2. A name of its own host; a port nobody listens on. */
 	claim = v;
 	claim.sin_port = htons(7);
-	fake_open(&f, &v);
+	fake_open(&f, &v, FAKE_BUFS);
 	EXPECT(fake_connect(&f, &claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
 	       "an honest name is accepted (reason %d)", reason);
 	itest_chan_write(&ch, &claim, sizeof(claim));
@@ -412,6 +436,7 @@ static void hostile(void *arg)
 	fake_close(&f);
 	hostile_key(&ch, &v, &claim);
 	hostile_overrun(&ch, &v, &claim);
+	hostile_mute(&ch, &v, &claim);
 	itest_expect_idle(&ch, STEP_DONE, itest_wait_ms(), "the end");
 }
 
@@ -462,6 +487,28 @@ static void victim_key(struct itest_node *v, struct itest_chan *ch_h,
 	CHECK_OK(fi_close(&mr->fid));
 }
 
+/* Sends to H, which posted no receive: the send times out, not sooner. */
+static void victim_mute(struct itest_node *v, struct itest_chan *ch_h,
+			fi_addr_t h)
+{
+	static char msg[100];
+	struct fi_cq_err_entry e;
+	int64_t sent;
+
+	itest_expect(ch_h, STEP_MUTE, "H's fourth connection");
+	v->tx->errors_ok = true;
+	sent = itest_now_ms();
+	ITEST_POST(fi_send(v->ep, msg, sizeof(msg), NULL, h, msg),
+		   "V to a mute H");
+	e = itest_cq_wait_err(v->tx, "the send to a mute H");
+	EXPECT(e.err == FI_ETIMEDOUT && e.op_context == msg,
+	       "the send times out (err %d, context %p)", e.err, e.op_context);
+	EXPECT(itest_now_ms() - sent >= STALL_MS,
+	       "not before FI_NRMA_STALL_MS (%" PRId64 " ms)",
+	       itest_now_ms() - sent);
+	itest_expect(ch_h, STEP_MUTE_GONE, "H's connection to go");
+}
+
 int main(void)
 {
 	static char to_h[RNDV_LEN], to_p[RNDV_LEN];
@@ -471,6 +518,7 @@ int main(void)
 	struct sockaddr_in h_name;
 	fi_addr_t h, p;
 
+	CHECK(setenv("FI_NRMA_STALL_MS", itest_fmt("%d", STALL_MS), 1) == 0);
 	itest_link_init(&link_p);
 	itest_link_init(&link_h);
 	itest_fork("P", honest, NULL);
@@ -518,6 +566,9 @@ int main(void)
 
 	itest_step = "past its credits";
 	itest_expect(&ch_h, STEP_OVERRUN, "H's overrun and its disconnection");
+
+	itest_step = "a peer that takes nothing";
+	victim_mute(&v, &ch_h, h);
 	itest_sync(&ch_p, STEP_DONE, "P's end");
 	itest_signal(&ch_h, STEP_DONE);
 	itest_wait_kids();

@@ -160,11 +160,39 @@ static void test_request_verdict_otherwise(void **state)
 			 NRMA_CONN_COLLISION);
 }
 
+/* A connection's clock runs only while it is busy and nothing ends. */
+static void test_stalled(void **state)
+{
+	struct nrma_conn c =
+		conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
+
+	(void) state;
+	c.stall_since = -1;
+	/* idle for ever: never stalled, and busy later starts afresh */
+	assert_false(nrma_conn_stalled(&c, false, 0, 100));
+	assert_false(nrma_conn_stalled(&c, false, 100000, 100));
+	assert_false(nrma_conn_stalled(&c, true, 200000, 100));
+	assert_false(nrma_conn_stalled(&c, true, 200099, 100));
+	assert_true(nrma_conn_stalled(&c, true, 200100, 100));
+	/* an end starts the clock again */
+	c.sq_done++;
+	assert_false(nrma_conn_stalled(&c, true, 200150, 100));
+	assert_false(nrma_conn_stalled(&c, true, 200249, 100));
+	c.sq_done++;
+	assert_false(nrma_conn_stalled(&c, true, 200300, 100));
+	assert_true(nrma_conn_stalled(&c, true, 200400, 100));
+	/* idle in between: the old clock is gone */
+	assert_false(nrma_conn_stalled(&c, false, 200500, 100));
+	assert_false(nrma_conn_stalled(&c, true, 300000, 100));
+	assert_true(nrma_conn_stalled(&c, true, 300100, 100));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_by_addr),
 		cmocka_unit_test(test_by_qp),
+		cmocka_unit_test(test_stalled),
 		cmocka_unit_test(test_by_name),
 		cmocka_unit_test(test_collision_rule),
 		cmocka_unit_test(test_request_verdict_otherwise),
