@@ -34,6 +34,13 @@ static inline void nrma_dlist_insert_tail(struct nrma_dlist *item,
 	head->prev = item;
 }
 
+/* Before every other item: after head. */
+static inline void nrma_dlist_insert_head(struct nrma_dlist *item,
+					  struct nrma_dlist *head)
+{
+	nrma_dlist_insert_tail(item, head->next);
+}
+
 static inline void nrma_dlist_remove(struct nrma_dlist *item)
 {
 	item->prev->next = item->next;

@@ -111,7 +111,7 @@ struct nrma_xfer;
  */
 #define NRMA_TX_OP_FLAGS                                  \
 	(FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE | \
-	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_TRIGGER)
 #define NRMA_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
 
 /* Tunables, read once from FI_NRMA_* at load time. */
@@ -594,6 +594,8 @@ ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
 ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
 /* Called with ep->lock held. */
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context);
+/* fi_cancel of a held triggered operation (nrma_trigger.c), as above. */
+bool nrma_trigger_cancel(struct nrma_ep *ep, void *context);
 
 /* The data path's state of an endpoint (nrma_xfer.c). */
 int nrma_xfer_open(struct nrma_ep *ep);
@@ -688,6 +690,16 @@ static inline struct nrma_ep_path *nrma_path_of(struct fid_ep *ep_fid)
 static inline struct nrma_ep *nrma_ep_of(struct fid_ep *ep_fid)
 {
 	return nrma_path_of(ep_fid)->ep;
+}
+
+/*
+ * The flags of an fi_inject call through ep_fid: flags, and FI_TRIGGER of
+ * a triggered alias, so that the call is refused (it has no context to
+ * carry a trigger) rather than run at once.
+ */
+static inline uint64_t nrma_inject_flags(struct fid_ep *ep_fid, uint64_t flags)
+{
+	return flags | (nrma_path_of(ep_fid)->tx_op_flags & FI_TRIGGER);
 }
 
 static inline struct nrma_ep *nrma_ep_of_fid(struct fid *fid)

@@ -213,6 +213,31 @@ static int atomic_size_check(const struct nrma_ep *ep, uint64_t flags)
 	return 0;
 }
 
+/* A triggered atomic's turn came (nrma_trigger.c): its operands are in a. */
+static ssize_t atomic_fire(struct nrma_ep *ep, void *args,
+			   const struct iovec *iov, void **desc, size_t len)
+{
+	struct nrma_atomic_args *a = args;
+
+	(void) iov;
+	(void) desc;
+	a->flags &= ~FI_TRIGGER;
+	return nrma_tx_submit(ep, a->dest, atomic_post, a, len, false);
+}
+
+static ssize_t atomic_hold(struct nrma_ep *ep, const struct nrma_atomic_args *a)
+{
+	struct nrma_trigger_io io = { .len = NRMA_ATOMIC_SIZE };
+	uint64_t dir = a->kind == NRMA_ATOMIC_BASE ? FI_WRITE : FI_READ;
+
+	/* A notification set's operations are not triggered. */
+	if (a->notify)
+		return -FI_EINVAL;
+	return nrma_trigger_hold(
+		ep, a->flags, NRMA_TRIGGER_OP(atomic_fire, a, FI_ATOMIC | dir),
+		io);
+}
+
 static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 			     const struct fi_msg_atomic *msg,
 			     const struct fi_ioc *comparev,
@@ -255,6 +280,8 @@ static ssize_t atomic_submit(struct fid_ep *ep_fid, enum nrma_atomic_kind kind,
 		a.compare = *(const uint64_t *) comparev[0].addr;
 	if (kind != NRMA_ATOMIC_BASE)
 		a.result = resultv[0].addr;
+	if (flags & FI_TRIGGER)
+		return atomic_hold(ep, &a);
 	return nrma_tx_submit(ep, a.dest, atomic_post, &a, NRMA_ATOMIC_SIZE,
 			      false);
 }
@@ -337,7 +364,8 @@ static ssize_t nrma_atomic_inject(struct fid_ep *ep_fid, const void *buf,
 	return atomic_submit(ep_fid, NRMA_ATOMIC_BASE,
 			     atomic_req(&r, &iov, NULL, 1, dest, addr, key,
 					datatype, op, NULL),
-			     NULL, 0, NULL, 0, FI_INJECT, true, NULL);
+			     NULL, 0, NULL, 0,
+			     nrma_inject_flags(ep_fid, FI_INJECT), true, NULL);
 }
 
 static ssize_t nrma_atomic_readwritemsg(struct fid_ep *ep_fid,

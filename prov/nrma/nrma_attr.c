@@ -17,7 +17,7 @@
 #define NRMA_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define NRMA_TX_CAPS                                                   \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | \
-	 FI_WRITE | FI_FENCE | FI_NAMED_RX_CTX)
+	 FI_WRITE | FI_FENCE | FI_NAMED_RX_CTX | FI_TRIGGER)
 #define NRMA_RX_CAPS                                                          \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | \
 	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_SOURCE | FI_MULTI_RECV |         \

@@ -10,28 +10,9 @@
 #include <time.h>
 
 #include "nrma.h"
+#include "nrma_comp.h"
 #include "nrma_enosys.h"
 #include "nrma_notify.h"
-
-static uint64_t words_sum(const struct nrma_cntr *cntr)
-{
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < cntr->nwords; i++)
-		sum += *cntr->words[i];
-	return sum;
-}
-
-/* The local count plus what remote atomics added to the watched words. */
-static uint64_t cntr_value(struct nrma_cntr *cntr)
-{
-	uint64_t value;
-
-	pthread_mutex_lock(&cntr->lock);
-	value = atomic_load(&cntr->value) + words_sum(cntr);
-	pthread_mutex_unlock(&cntr->lock);
-	return value;
-}
 
 /* A counter is remote-driven while it watches words: nothing signals it. */
 static bool cntr_remote(struct nrma_cntr *cntr)
@@ -155,7 +136,7 @@ static uint64_t nrma_cntr_read(struct fid_cntr *cntr_fid)
 	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	nrma_ep_set_progress(&cntr->eps);
-	return cntr_value(cntr);
+	return nrma_comp_cntr_value(cntr);
 }
 
 static uint64_t nrma_cntr_readerr(struct fid_cntr *cntr_fid)
@@ -181,7 +162,7 @@ static int nrma_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	pthread_mutex_lock(&cntr->lock);
-	atomic_store(&cntr->value, value - words_sum(cntr));
+	atomic_store(&cntr->value, value - nrma_comp_cntr_words(cntr));
 	pthread_mutex_unlock(&cntr->lock);
 	nrma_wait_signal(&cntr->wait);
 	return 0;
@@ -231,7 +212,7 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		nrma_ep_set_progress(&cntr->eps);
-		if (cntr_value(cntr) >= threshold)
+		if (nrma_comp_cntr_value(cntr) >= threshold)
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
 			return -FI_EAVAIL;
@@ -241,7 +222,7 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			continue;
 		/* Recheck after draining: a signal may have been eaten. */
 		nrma_wait_drain(&cntr->wait);
-		if (cntr_value(cntr) >= threshold)
+		if (nrma_comp_cntr_value(cntr) >= threshold)
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
 			return -FI_EAVAIL;

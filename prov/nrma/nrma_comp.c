@@ -66,6 +66,25 @@ static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 	comp_cq_push(cq, &entry);
 }
 
+uint64_t nrma_comp_cntr_words(const struct nrma_cntr *cntr)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < cntr->nwords; i++)
+		sum += *cntr->words[i];
+	return sum;
+}
+
+uint64_t nrma_comp_cntr_value(struct nrma_cntr *cntr)
+{
+	uint64_t value;
+
+	pthread_mutex_lock(&cntr->lock);
+	value = atomic_load(&cntr->value) + nrma_comp_cntr_words(cntr);
+	pthread_mutex_unlock(&cntr->lock);
+	return value;
+}
+
 static void comp_cntr_bump(struct nrma_cntr *cntr, bool error)
 {
 	if (!cntr)

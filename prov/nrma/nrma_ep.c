@@ -446,14 +446,20 @@ static struct fi_ops_cm nrma_ep_cm_ops = {
 	.join = nrma_no_join,
 };
 
-/* Only posted receives can be cancelled: sends are already on the wire. */
+/*
+ * Posted receives and held triggered operations can be cancelled; other
+ * transmits are already on the wire.
+ */
 static ssize_t nrma_ep_cancel(fid_t fid, void *context)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	ssize_t ret;
 
 	pthread_mutex_lock(ep->lock);
-	ret = nrma_recv_cancel(ep, context);
+	if (ep->xfer && nrma_trigger_cancel(ep, context))
+		ret = 0;
+	else
+		ret = nrma_recv_cancel(ep, context);
 	pthread_mutex_unlock(ep->lock);
 	return ret;
 }

@@ -45,7 +45,8 @@ static bool opt_op_flags_valid(const struct nrma_ep *ep, uint64_t flags)
 	uint64_t dir = flags & (FI_TRANSMIT | FI_RECV);
 
 	if (dir == FI_TRANSMIT)
-		return !(flags & ~(FI_TRANSMIT | NRMA_TX_OP_FLAGS));
+		return !(flags & ~(FI_TRANSMIT | NRMA_TX_OP_FLAGS)) &&
+		       (!(flags & FI_TRIGGER) || (ep->info->caps & FI_TRIGGER));
 	if (dir == FI_RECV)
 		return !(flags & ~(FI_RECV | NRMA_RX_OP_FLAGS)) &&
 		       (!(flags & FI_MULTI_RECV) ||

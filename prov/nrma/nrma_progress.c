@@ -115,8 +115,9 @@ int nrma_ep_set_arm(struct nrma_ep_set *set)
 
 /*
  * How long a wait on ep may sleep (< 0: for ever) without missing what
- * raises no event: credits that remote atomics give back, and, with
- * stalls, a device that stopped ending the work in flight.
+ * raises no event: credits that remote atomics give back, counters that
+ * held triggered operations wait for, and, with stalls, a device that
+ * stopped ending the work in flight.
  */
 static int progress_sleep_bound(struct nrma_ep *ep, bool stalls)
 {
@@ -125,7 +126,8 @@ static int progress_sleep_bound(struct nrma_ep *ep, bool stalls)
 	pthread_mutex_lock(ep->lock);
 	if (!ep->enabled)
 		bound = -1;
-	else if (!nrma_dlist_empty(&ep->xfer->blocked_conns))
+	else if (!nrma_dlist_empty(&ep->xfer->blocked_conns) ||
+		 !nrma_dlist_empty(&ep->xfer->triggered))
 		bound = nrma_params.notify_wake_ms;
 	else if (stalls && nrma_params.stall_ms && nrma_cm_busy(ep->cm))
 		bound = NRMA_STALL_CHECK_MS;
@@ -381,6 +383,7 @@ static void nrma_ep_disable(struct nrma_ep *ep, int err)
 	progress_flush_ops(ep);
 	progress_retry(ep);
 	nrma_recv_discard(ep);
+	nrma_trigger_cancel_all(ep);
 	ep->enabled = false;
 	ep->critical = err;
 }
@@ -394,12 +397,17 @@ static void nrma_ep_disable(struct nrma_ep *ep, int err)
  */
 void nrma_ep_progress(struct nrma_ep *ep)
 {
+	bool triggered = false;
+
 	pthread_mutex_lock(ep->lock);
 	if (ep->enabled) {
 		nrma_progress_poll(ep);
 		nrma_cm_reap(ep->cm);
+		triggered = !nrma_dlist_empty(&ep->xfer->triggered);
 	}
 	pthread_mutex_unlock(ep->lock);
+	if (triggered)
+		nrma_trigger_fire_ready(ep);
 }
 
 /*

@@ -241,6 +241,33 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	return 0;
 }
 
+/* A triggered operation's turn came (nrma_trigger.c). */
+static ssize_t rma_fire(struct nrma_ep *ep, void *args, const struct iovec *iov,
+			void **desc, size_t len)
+{
+	struct nrma_rma_args *a = args;
+
+	a->iov = iov;
+	a->desc = desc;
+	a->flags &= ~FI_TRIGGER;
+	return nrma_tx_submit(ep, a->dest, rma_post, a, len, false);
+}
+
+static ssize_t rma_hold(struct nrma_ep *ep, const struct nrma_rma_args *a,
+			size_t len)
+{
+	struct nrma_trigger_io io = { a->iov, a->desc, a->count, len };
+
+	/* A notification set's operations are not triggered. */
+	if (a->notify)
+		return -FI_EINVAL;
+	return nrma_trigger_hold(
+		ep, a->flags,
+		NRMA_TRIGGER_OP(rma_fire, a,
+				FI_RMA | (a->flags & (FI_READ | FI_WRITE))),
+		io);
+}
+
 static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 {
 	ssize_t len =
@@ -252,6 +279,8 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	if ((size_t) len != a->len ||
 	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
 		return -FI_EINVAL;
+	if (a->flags & FI_TRIGGER)
+		return rma_hold(ep, a, (size_t) len);
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len, false);
 }
 
@@ -414,7 +443,8 @@ static ssize_t nrma_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.len = len,
 		.key = key,
 		.data = data,
-		.flags = FI_WRITE | FI_INJECT | FI_REMOTE_CQ_DATA,
+		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT |
+							   FI_REMOTE_CQ_DATA),
 		.silent = true,
 	};
 
@@ -433,7 +463,7 @@ static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
 		.addr = addr,
 		.len = len,
 		.key = key,
-		.flags = FI_WRITE | FI_INJECT,
+		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT),
 		.silent = true,
 	};
 

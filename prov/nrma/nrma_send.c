@@ -152,6 +152,29 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	return 0;
 }
 
+/* A triggered send's turn came (nrma_trigger.c). */
+static ssize_t send_fire(struct nrma_ep *ep, void *args,
+			 const struct iovec *iov, void **desc, size_t len)
+{
+	struct nrma_send_args *a = args;
+
+	(void) desc;
+	a->iov = iov;
+	a->flags &= ~FI_TRIGGER;
+	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
+}
+
+static ssize_t send_hold(struct nrma_ep *ep, const struct nrma_send_args *a,
+			 size_t len)
+{
+	struct nrma_trigger_io io = { a->iov, NULL, a->count, len };
+	uint64_t kind = a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG;
+
+	return nrma_trigger_hold(ep, a->flags,
+				 NRMA_TRIGGER_OP(send_fire, a, FI_SEND | kind),
+				 io);
+}
+
 ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 {
 	enum nrma_xfer_class class = a->flags & FI_TAGGED ? NRMA_XFER_TAGGED :
@@ -160,9 +183,12 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 
 	if (send_rx_ctx(ep, a) >= NRMA_RX_CTX_MAX)
 		return -FI_EINVAL;
+	if (len < 0)
+		return len;
+	if (a->flags & FI_TRIGGER)
+		return send_hold(ep, a, (size_t) len);
 	/* A send may wait for its connection, in order with the next. */
-	return len < 0 ? len :
-			 nrma_tx_submit(ep, a->dest, send_post, a, len, true);
+	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
 }
 
 ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -172,6 +198,8 @@ ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
 
 	a.iov = &iov;
 	a.count = 1;
+	if (a.silent)
+		a.flags = nrma_inject_flags(ep_fid, a.flags);
 	return nrma_send(nrma_ep_of(ep_fid), &a);
 }
 

@@ -531,6 +531,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->credit_owed);
 	nrma_dlist_init(&x->batch_deferred);
 	nrma_dlist_init(&x->connecting);
+	nrma_dlist_init(&x->triggered);
 	ep->xfer = x;
 	ret = xfer_pools_init(ep, x);
 	if (ret) {
@@ -554,6 +555,7 @@ void nrma_xfer_close(struct nrma_ep *ep)
 
 	while ((item = nrma_dlist_pop_front(&x->pending_acks)))
 		free(nrma_container_of(item, struct nrma_pending_ack, link));
+	nrma_trigger_drop(x);
 	for (size_t i = 0; x->ops.gen && i < nrma_token_count(&x->ops); i++) {
 		struct nrma_op *op = nrma_op_at(x, i);
 

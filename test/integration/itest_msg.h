@@ -279,7 +279,7 @@ extern struct fid_domain *itest_domain_fid;
 /* What the message tests use. */
 #define ITEST_MSG_CAPS                                                        \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_MULTI_RECV | \
-	 FI_DIRECTED_RECV)
+	 FI_DIRECTED_RECV | FI_TRIGGER)
 
 /* This process's domain, opened on first use. */
 struct fid_domain *itest_domain(void);

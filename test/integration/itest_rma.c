@@ -57,11 +57,14 @@ struct itest_chan rt_initiator_chan(struct itest_link *links, int n, int me)
 
 /* Fabric, domain and endpoints */
 
+uint64_t rt_extra_caps;
+
 struct fi_info *rt_getinfo(void)
 {
 	struct fi_info *hints = itest_hints(), *info;
 
-	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT;
+	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT |
+		      rt_extra_caps;
 	hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_RMA_EVENT;
 	hints->domain_attr->name = strdup(itest_device());

@@ -101,7 +101,8 @@ struct itest_chan rt_initiator_chan(struct itest_link *links, int n, int me);
 /* Fabric, domain and endpoints */
 
 /* Hints for RMA and atomics with remote counters; FI_MR_RMA_EVENT as an
- * app would. */
+ * app would; rt_extra_caps (set before the first call) asked for too. */
+extern uint64_t rt_extra_caps;
 struct fi_info *rt_getinfo(void);
 
 /* This process's domain (itest_info, itest_domain_fid), opened on first

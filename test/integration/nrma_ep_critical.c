@@ -5,11 +5,15 @@
  * endpoint (made up with itest_inject.h) disables that endpoint: its EQ
  * gets the error (FI_EOVERRUN, prov_errno the ibv_event_type), every
  * operation it had pending ends exactly once (posted receives with
- * FI_ECANCELED), posts then answer -FI_EOPBADSTATE, fi_enable answers the
+ * FI_ECANCELED, and a triggered send held for a counter that never moves
+ * with FI_ECANCELED too), posts then answer -FI_EOPBADSTATE, fi_enable answers the
  * critical error, and fi_close works.  A second endpoint of R's domain
  * still talks to S.  Then a fatal device event disables that one too,
  * and the first is not told twice.
  */
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
+
 #include "itest_inject.h"
 #include "itest_rs.h"
 
@@ -70,28 +74,39 @@ static void eq_expect_empty(struct fid_eq *eq, const char *what)
 }
 
 /*
- * Each of count operations, from ctx index first on, ended exactly once;
- * returns how many ended in error.
+ * Each of count operations, from ctx index first on, ended exactly once,
+ * and so did the held triggered send (context held), cancelled; returns
+ * how many of the count ended in error.
  */
 static size_t expect_each_once(struct itest_cq *c, size_t first, size_t count,
-			       const char *what)
+			       const void *held, const char *what)
 {
 	int64_t deadline = itest_deadline();
-	bool seen[SENDS + 2] = { false };
+	bool seen[SENDS + 2] = { false }, held_seen = false;
 	size_t errors = 0;
 
 	CHECK(count <= SENDS + 2);
-	while (c->count + c->ecount < count) {
+	while (c->count + c->ecount < count + 1) {
 		itest_check_deadline(deadline, what);
 		itest_progress();
 	}
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count + 1; i++) {
+		struct fi_cq_err_entry e;
 		void *context;
 
 		if (c->count) {
 			context = itest_cq_wait(c, what).op_context;
 		} else {
-			context = itest_cq_wait_err(c, what).op_context;
+			e = itest_cq_wait_err(c, what);
+			context = e.op_context;
+			if (context == held) {
+				EXPECT(!held_seen && e.err == FI_ECANCELED,
+				       "%s: the held send ended with %d, "
+				       "or twice",
+				       what, e.err);
+				held_seen = true;
+				continue;
+			}
 			errors++;
 		}
 		EXPECT(CTX_INDEX(context) >= first &&
@@ -111,6 +126,12 @@ static void r_cq_error(struct itest_node *n)
 	const char *phase = "a broken completion queue";
 	static char big[RNDV_B], eager[SENDS][EAGER], rbuf[600];
 	struct ibv_cq *cq = itest_inject_last_cq();
+	struct fid_cntr *never = itest_cntr_open(itest_domain());
+	struct fi_triggered_context held = {
+		.event_type = FI_TRIGGER_THRESHOLD,
+		.trigger.threshold = { .cntr = never, .threshold = 1 },
+	};
+	struct fi_msg_tagged held_msg = { .addr = n->peer, .context = &held };
 	struct fi_cq_err_entry ce;
 	struct fi_eq_err_entry e;
 	size_t failed;
@@ -120,6 +141,7 @@ static void r_cq_error(struct itest_node *n)
 	send_msg(n, big, sizeof(big), CTX(1), phase); /* S never takes it */
 	for (size_t i = 0; i < SENDS; i++)
 		send_msg(n, eager[i], EAGER, CTX(2 + i), phase);
+	CHECK_OK(fi_tsendmsg(n->ep, &held_msg, FI_TRIGGER));
 	itest_idle(300);
 	itest_inject_event(IBV_EVENT_CQ_ERR, cq);
 	e = eq_wait_err(ep_eq, phase);
@@ -129,7 +151,7 @@ static void r_cq_error(struct itest_node *n)
 	       e.err, fi_strerror(e.err), e.prov_errno, (void *) e.fid,
 	       (void *) &n->ep->fid);
 	/* The rendezvous send waited for S: it cannot have succeeded. */
-	failed = expect_each_once(n->tx, 1, 1 + SENDS, "R's sends");
+	failed = expect_each_once(n->tx, 1, 1 + SENDS, &held, "R's sends");
 	EXPECT(failed >= 1, "%s: no send failed", phase);
 	printf("R: %zu of %d sends ended in error\n", failed, 1 + SENDS);
 	ce = itest_cq_wait_err(n->rx, "the discarded receive");
@@ -146,6 +168,7 @@ static void r_cq_error(struct itest_node *n)
 	CHECK_RET(fi_enable(n->ep), -FI_EOVERRUN);
 	CHECK_RET(fi_ep_bind(n->ep, &n->tx->cq->fid, FI_TRANSMIT),
 		  -FI_EOPBADSTATE);
+	itest_cntr_close(never);
 }
 
 /* A second endpoint of the domain works on, until the device dies. */

@@ -44,15 +44,16 @@
 #define RMA_CAPS	(RMA_TX_CAPS | RMA_RX_CAPS)
 /* Caps that make the endpoint an RMA target: they need BASIC_MAP. */
 #define RMA_TARGET_CAPS (FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE)
-/* Scalable endpoints' transmits name receive contexts. */
-#define TX_OFFER	(MSG_TX_CAPS | FI_TAGGED | RMA_TX_CAPS | FI_NAMED_RX_CTX)
-#define RX_OFFER	(MSG_RX_CAPS | FI_TAGGED | RMA_RX_CAPS)
-#define FULL_OFFER	(DOMAIN_CAPS | TX_OFFER | RX_OFFER)
+/* Scalable endpoints' transmits name receive contexts; any may be triggered. */
+#define TX_OFFER \
+	(MSG_TX_CAPS | FI_TAGGED | RMA_TX_CAPS | FI_NAMED_RX_CTX | FI_TRIGGER)
+#define RX_OFFER     (MSG_RX_CAPS | FI_TAGGED | RMA_RX_CAPS)
+#define FULL_OFFER   (DOMAIN_CAPS | TX_OFFER | RX_OFFER)
 /* What an application that cannot do our mr_mode still gets. */
-#define NO_RMA_OFFER	(FULL_OFFER & ~(uint64_t) RMA_CAPS)
-/* Nothing here does device-memory, collective or triggered work. */
-#define NEVER_OFFERED                                                        \
-	(FI_HMEM | FI_COLLECTIVE | FI_TRIGGER | FI_MULTICAST | FI_RMA_PMEM | \
+#define NO_RMA_OFFER (FULL_OFFER & ~(uint64_t) RMA_CAPS)
+/* Nothing here does device-memory or collective work. */
+#define NEVER_OFFERED                                           \
+	(FI_HMEM | FI_COLLECTIVE | FI_MULTICAST | FI_RMA_PMEM | \
 	 FI_VARIABLE_MSG | FI_SOURCE_ERR | FI_SHARED_AV)
 
 /* Memory registration: virtual addresses, allocated memory, provider keys. */
@@ -240,7 +241,7 @@ static void test_alloc_caps(void **state)
 	assert_int_equal(info->tx_attr->caps,
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND |
 				 FI_READ | FI_WRITE | FI_FENCE |
-				 FI_NAMED_RX_CTX);
+				 FI_NAMED_RX_CTX | FI_TRIGGER);
 	assert_int_equal(info->rx_attr->caps,
 			 FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
 				 FI_REMOTE_READ | FI_REMOTE_WRITE |
@@ -495,7 +496,8 @@ static void test_empty_hints(void **state)
 	assert_int_equal(match(V_CUR, hints, &info), 0);
 	assert_int_equal(info->caps, NO_RMA_OFFER);
 	assert_int_equal(info->caps, DOMAIN_CAPS | MSG_TX_CAPS | MSG_RX_CAPS |
-					     FI_TAGGED | FI_NAMED_RX_CTX);
+					     FI_TAGGED | FI_NAMED_RX_CTX |
+					     FI_TRIGGER);
 	assert_int_equal(info->tx_attr->caps, TX_OFFER & ~(uint64_t) RMA_CAPS);
 	assert_int_equal(info->rx_attr->caps, RX_OFFER & ~(uint64_t) RMA_CAPS);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
@@ -701,11 +703,8 @@ static void test_caps_narrowed(void **state)
 static void test_caps_not_offered(void **state)
 {
 	static const uint64_t never[] = {
-		FI_HMEM,	  FI_COLLECTIVE,
-		FI_TRIGGER,	  FI_MULTICAST,
-		FI_RMA_PMEM,	  FI_VARIABLE_MSG,
-		FI_SOURCE_ERR,	  FI_SHARED_AV,
-		FI_RMA | FI_HMEM, FI_ATOMIC | FI_TRIGGER,
+		FI_HMEM,	 FI_COLLECTIVE, FI_MULTICAST, FI_RMA_PMEM,
+		FI_VARIABLE_MSG, FI_SOURCE_ERR, FI_SHARED_AV, FI_RMA | FI_HMEM,
 	};
 	struct fi_info *hints = hints_alloc();
 	struct offer offer = offered();
