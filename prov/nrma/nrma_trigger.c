@@ -142,12 +142,14 @@ static void trigger_report(struct nrma_ep *ep, const struct nrma_trigger *t,
 
 /*
  * Called without the endpoint's lock: a submission takes it.  One that
- * finds no room (-FI_EAGAIN) goes back first in line for the next call.
+ * finds no room (-FI_EAGAIN) goes back first in line for the next call,
+ * unless the endpoint broke meanwhile (nrma_trigger_cancel_all ran).
  */
 void nrma_trigger_fire_ready(struct nrma_ep *ep)
 {
 	for (;;) {
 		struct nrma_trigger *t;
+		bool again = false;
 		ssize_t ret;
 
 		pthread_mutex_lock(ep->lock);
@@ -157,12 +159,16 @@ void nrma_trigger_fire_ready(struct nrma_ep *ep)
 			return;
 		ret = t->fire(ep, t->args, t->iov, t->desc, t->len);
 		pthread_mutex_lock(ep->lock);
-		if (ret == -FI_EAGAIN)
+		if (ret == -FI_EAGAIN && ep->enabled) {
 			nrma_dlist_insert_head(&t->link, &ep->xfer->triggered);
-		else if (ret)
-			trigger_report(ep, t, (int) -ret);
+			again = true;
+		} else if (ret) {
+			trigger_report(ep, t,
+				       ret == -FI_EAGAIN ? FI_ECANCELED :
+							   (int) -ret);
+		}
 		pthread_mutex_unlock(ep->lock);
-		if (ret == -FI_EAGAIN)
+		if (again)
 			return;
 		trigger_free(t);
 	}
