@@ -280,6 +280,8 @@ int main(void)
 	RT_OK(fi_close(&mr->fid));
 	rt_node_close(&tt.ini);
 	rt_node_close(&tt.target);
+	rt_guarded_free(tt.tbuf);
+	rt_guarded_free(tt.local);
 	rt_pass("nrma_rma_trigger", start);
 	return 0;
 }
