@@ -112,7 +112,6 @@ struct nrma_conn *nrma_conn_table_by_qp(const struct nrma_conn_table *table,
 	return nrma_hash_find(&table->by_qp, qp_num);
 }
 
-/* The smaller name's request wins: the larger gives up its own attempt. */
 bool nrma_conn_stalled(struct nrma_conn *conn, bool busy, int64_t now_ms,
 		       int stall_ms)
 {
@@ -128,6 +127,7 @@ bool nrma_conn_stalled(struct nrma_conn *conn, bool busy, int64_t now_ms,
 	return stalled;
 }
 
+/* The smaller name's request wins: the larger gives up its own attempt. */
 enum nrma_conn_verdict nrma_conn_request_verdict(
 	const struct sockaddr_in *self, const struct nrma_conn *existing)
 {

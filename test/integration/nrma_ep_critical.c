@@ -6,10 +6,10 @@
  * gets the error (FI_EOVERRUN, prov_errno the ibv_event_type), every
  * operation it had pending ends exactly once (posted receives with
  * FI_ECANCELED, and a triggered send held for a counter that never moves
- * with FI_ECANCELED too), posts then answer -FI_EOPBADSTATE, fi_enable answers the
- * critical error, and fi_close works.  A second endpoint of R's domain
- * still talks to S.  Then a fatal device event disables that one too,
- * and the first is not told twice.
+ * with FI_ECANCELED too), posts then answer -FI_EOPBADSTATE, fi_enable
+ * answers the critical error, and fi_close works.  A second endpoint of
+ * R's domain still talks to S.  Then a fatal device event disables that
+ * one too, and the first is not told twice.
  */
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_trigger.h>
