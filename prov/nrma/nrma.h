@@ -171,6 +171,11 @@ struct fi_info *nrma_info_alloc(const struct nrma_device *dev,
 size_t nrma_mr_cnt(const struct nrma_device *dev);
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints);
+/* caps with the directions fi_getinfo(3) implies where none is named. */
+uint64_t nrma_caps_with_directions(uint64_t caps);
+/* -FI_EINVAL when an endpoint's info asks for more than dev offers. */
+int nrma_info_check_ep(const struct nrma_device *dev,
+		       const struct fi_info *info);
 void nrma_info_narrow(uint32_t version, struct fi_info *info,
 		      const struct fi_info *hints);
 int nrma_fabric_name(const struct sockaddr_in *addr,
@@ -458,7 +463,8 @@ struct nrma_ep {
 	size_t max_size[NRMA_XFER_CLASSES];
 	size_t inject_size[NRMA_XFER_CLASSES];
 	int hmem_p2p;
-	size_t cm_data_size; /* 0: no connection data (RDM) */
+	size_t cm_data_size;	     /* 0: no connection data (RDM) */
+	struct nrma_cm_req *connreq; /* FI_CONNREQ it is to answer */
 
 	struct nrma_cm *cm;	     /* listener and connections */
 	struct nrma_verbs_ep *verbs; /* CQ and SRQ the connections share */
@@ -492,6 +498,9 @@ ssize_t nrma_srx_recv(struct fid_ep *srx, const struct nrma_recv_args *a);
 /* A context's receive attributes: base, narrowed by what is wanted. */
 int nrma_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
 		     const struct fi_rx_attr *want);
+/* A context's transmit attributes: base, with the flags wanted. */
+int nrma_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
+		     const struct fi_tx_attr *want);
 uint64_t nrma_srx_op_flags(struct fid_ep *srx);
 extern struct fi_ops_msg nrma_srx_msg_ops;
 extern struct fi_ops_tagged nrma_srx_tagged_ops;
@@ -509,8 +518,12 @@ int nrma_pep_open(struct fid_fabric *fabric, struct fi_info *info,
 		  struct fid_pep **pep, void *context);
 /* The request behind an fi_info handle (FI_CONNREQ), or NULL. */
 struct nrma_cm_req *nrma_connreq_of(struct fid *handle);
-/* fi_accept took it: what is left of it goes. */
-void nrma_connreq_done(struct fid *handle);
+/* An endpoint answers it from now on; NULL if one already does. */
+struct nrma_cm_req *nrma_connreq_take(struct fid *handle);
+/* Accepted: what is left of it goes. */
+void nrma_connreq_done(struct nrma_cm_req *req);
+/* Its endpoint closed without accepting it: refused. */
+void nrma_connreq_refuse(struct nrma_cm_req *req);
 /* The bound address of a passive endpoint (fi_info handle), or NULL. */
 struct rdma_cm_id *nrma_pep_release(struct fid *handle);
 int nrma_ep_open2(struct fid_domain *domain, struct fi_info *info,
@@ -522,6 +535,8 @@ int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 		   size_t *optlen);
 int nrma_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 		   size_t optlen);
+/* An option's value out to optval, or -FI_ETOOSMALL and the size needed. */
+int nrma_opt_put(void *optval, size_t *optlen, const void *value, size_t len);
 int nrma_ep_op_flags_get(struct nrma_ep_path *path, uint64_t *flags);
 int nrma_ep_op_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
 

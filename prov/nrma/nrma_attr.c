@@ -326,16 +326,33 @@ static uint64_t requested_caps(const struct fi_info *hints)
 	       (hints->rx_attr ? hints->rx_attr->caps : 0);
 }
 
+/* The capabilities prov gives only to those who ask for them. */
+static uint64_t caps_asked_only(const struct fi_info *prov)
+{
+	return prov->ep_attr->type == FI_EP_MSG ?
+		       NRMA_CAPS_ASKED_ONLY & ~NRMA_MSG_EP_NO_CAPS :
+		       NRMA_CAPS_ASKED_ONLY;
+}
+
+/* Default operation flags that need a capability caps lacks. */
+static bool op_flags_uncapped(const struct fi_info *info, uint64_t caps)
+{
+	return (info->tx_attr && (info->tx_attr->op_flags & FI_TRIGGER) &&
+		!(caps & FI_TRIGGER)) ||
+	       (info->rx_attr && (info->rx_attr->op_flags & FI_MULTI_RECV) &&
+		!(caps & FI_MULTI_RECV));
+}
+
 int nrma_info_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints)
 {
-	uint64_t asked_only = NRMA_CAPS_ASKED_ONLY;
+	uint64_t asked_only;
 
 	if (!hints)
 		return 0;
-	if (prov->ep_attr->type == FI_EP_MSG)
-		asked_only &= ~NRMA_MSG_EP_NO_CAPS;
-	if (context_caps_exceed(hints))
+	asked_only = caps_asked_only(prov);
+	if (context_caps_exceed(hints) ||
+	    (hints->caps && op_flags_uncapped(hints, requested_caps(hints))))
 		return -FI_ENODATA;
 	if (mode_unmet(hints->caps, prov->caps | asked_only) ||
 	    mode_unmet(prov->mode, hints->mode) ||
@@ -359,10 +376,38 @@ int nrma_info_match(uint32_t version, const struct fi_info *prov,
 }
 
 /*
+ * An endpoint may be opened with less than fi_getinfo offers, never more:
+ * the data path sizes its arrays, and chooses between eager copies and
+ * rendezvous, by these attributes.  Queue sizes are the exception: the
+ * offer is a default, and a larger one costs memory (the transmit budget)
+ * or is the device's to refuse (the shared receive queue).
+ */
+int nrma_info_check_ep(const struct nrma_device *dev,
+		       const struct fi_info *info)
+{
+	struct fi_info *prov = nrma_info_alloc(dev, info->ep_attr->type);
+	bool unmet;
+
+	if (!prov)
+		return -FI_ENOMEM;
+	prov->tx_attr->size = SIZE_MAX;
+	prov->rx_attr->size = SIZE_MAX;
+	unmet = mode_unmet(info->caps, prov->caps | caps_asked_only(prov)) ||
+		op_flags_uncapped(info, info->caps) ||
+		ep_unmet(prov->ep_attr, info->ep_attr,
+			 prov->domain_attr->max_ep_tx_ctx,
+			 prov->domain_attr->max_ep_rx_ctx) ||
+		tx_unmet(prov->tx_attr, info->tx_attr) ||
+		rx_unmet(prov->rx_attr, info->rx_attr, caps_asked_only(prov));
+	fi_freeinfo(prov);
+	return unmet ? -FI_EINVAL : 0;
+}
+
+/*
  * fi_getinfo(3): FI_MSG or FI_TAGGED with neither FI_SEND nor FI_RECV
  * means both; FI_RMA or FI_ATOMIC with no direction means all four.
  */
-static uint64_t caps_with_directions(uint64_t caps)
+uint64_t nrma_caps_with_directions(uint64_t caps)
 {
 	const uint64_t rma_dirs = FI_READ | FI_WRITE | FI_REMOTE_READ |
 				  FI_REMOTE_WRITE;
@@ -386,7 +431,7 @@ static void narrow_caps(uint32_t version, struct fi_info *info,
 	uint64_t asked = requested_caps(hints) & NRMA_CAPS_ASKED_ONLY;
 
 	if (hints->caps) {
-		info->caps = caps_with_directions(hints->caps) |
+		info->caps = nrma_caps_with_directions(hints->caps) |
 			     NRMA_DOMAIN_CAPS;
 	} else if (hints->domain_attr &&
 		   !mr_mode_allows_rma(version, hints->domain_attr->mr_mode)) {

@@ -884,6 +884,15 @@ int nrma_cm_connect(struct nrma_cm *cm, const struct sockaddr_in *dest,
 }
 
 /* Takes the request's id: its events come to this endpoint from now on. */
+/*
+ * The request's id moves to the endpoint's channel: its events are the
+ * endpoint's from now on, and it outlives the listener's channel.
+ */
+int nrma_cm_req_adopt(struct nrma_cm *cm, struct nrma_cm_req *req)
+{
+	return rdma_migrate_id(req->id, cm->channel) ? -errno : 0;
+}
+
 int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
 		   size_t len)
 {
@@ -894,8 +903,6 @@ int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
 
 	if (nrma_cm_msg_conn(cm) || !req->id)
 		return -FI_EOPBADSTATE;
-	if (rdma_migrate_id(req->id, cm->channel))
-		return -errno;
 	ret = cm_msg_conn_add(cm, req->id, &req->peer, false, &conn);
 	if (conn)
 		req->id = NULL;

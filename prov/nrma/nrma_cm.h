@@ -246,6 +246,8 @@ struct nrma_conn *nrma_cm_msg_conn(struct nrma_cm *cm);
 /* Connects the bound id to dest with the application's data (once). */
 int nrma_cm_connect(struct nrma_cm *cm, const struct sockaddr_in *dest,
 		    const void *app, size_t len);
+/* The endpoint of cm takes the request over from its listener. */
+int nrma_cm_req_adopt(struct nrma_cm *cm, struct nrma_cm_req *req);
 int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
 		   size_t len);
 void nrma_cm_shutdown(struct nrma_cm *cm);

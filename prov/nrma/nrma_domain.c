@@ -149,11 +149,16 @@ int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	struct nrma_domain *domain;
 	int ret;
 
-	if (!info || !info->domain_attr || !info->fabric_attr)
+	if (!info || !info->domain_attr || !info->fabric_attr ||
+	    !info->ep_attr || !info->tx_attr || !info->rx_attr)
 		return -FI_EINVAL;
 	dev = domain_device(info->domain_attr->name);
 	if (!dev)
 		return -FI_ENODEV;
+	/* Shared contexts take their attributes from it. */
+	ret = nrma_info_check_ep(dev, info);
+	if (ret)
+		return ret;
 	domain = calloc(1, sizeof(*domain));
 	if (!domain)
 		return -FI_ENOMEM;

@@ -46,13 +46,32 @@ static int ep_bind_cq(struct nrma_ep *ep, struct nrma_cq *cq, uint64_t flags)
 	return 0;
 }
 
-static int ep_bind_cntr_slot(struct nrma_cntr **slot, struct nrma_cntr *cntr)
+/* The local events a counter may count, and the endpoint's slot for each. */
+static const uint64_t ep_cntr_events[] = { FI_SEND, FI_RECV, FI_READ,
+					   FI_WRITE };
+#define EP_CNTR_EVENTS (sizeof(ep_cntr_events) / sizeof(ep_cntr_events[0]))
+
+static struct nrma_cntr **ep_cntr_slot(struct nrma_ep *ep, uint64_t event)
 {
-	if (*slot)
-		return -FI_EINVAL;
-	*slot = cntr;
-	atomic_fetch_add(&cntr->ref, 1);
-	return 0;
+	switch (event) {
+	case FI_SEND:
+		return &ep->send_cntr;
+	case FI_RECV:
+		return &ep->recv_cntr;
+	case FI_READ:
+		return &ep->read_cntr;
+	default:
+		return &ep->write_cntr;
+	}
+}
+
+static bool ep_cntr_slots_taken(struct nrma_ep *ep, uint64_t flags)
+{
+	for (size_t i = 0; i < EP_CNTR_EVENTS; i++)
+		if ((flags & ep_cntr_events[i]) &&
+		    *ep_cntr_slot(ep, ep_cntr_events[i]))
+			return true;
+	return false;
 }
 
 static int ep_bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr,
@@ -67,25 +86,26 @@ static int ep_bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr,
 	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
 	    !(ep->info->caps & FI_RMA_EVENT))
 		return -FI_EINVAL;
+	/* All or nothing: a refused bind leaves no event counted. */
+	if (ep_cntr_slots_taken(ep, flags))
+		return -FI_EINVAL;
 	/*
 	 * Peers bump a word of the endpoint's notification cell, whose rkey
 	 * they learn when they connect: no progress is needed to count.
 	 */
-	if (flags & FI_REMOTE_WRITE)
-		ret = nrma_remote_cntrs_bind(&ep->remote, ep->domain, cntr,
-					     FI_REMOTE_WRITE);
-	if ((flags & FI_REMOTE_READ) && !ret)
-		ret = nrma_remote_cntrs_bind(&ep->remote, ep->domain, cntr,
-					     FI_REMOTE_READ);
-	if ((flags & FI_SEND) && !ret)
-		ret = ep_bind_cntr_slot(&ep->send_cntr, cntr);
-	if ((flags & FI_RECV) && !ret)
-		ret = ep_bind_cntr_slot(&ep->recv_cntr, cntr);
-	if ((flags & FI_READ) && !ret)
-		ret = ep_bind_cntr_slot(&ep->read_cntr, cntr);
-	if ((flags & FI_WRITE) && !ret)
-		ret = ep_bind_cntr_slot(&ep->write_cntr, cntr);
-	return ret;
+	if (flags & (FI_REMOTE_WRITE | FI_REMOTE_READ))
+		ret = nrma_remote_cntrs_bind(
+			&ep->remote, ep->domain, cntr,
+			flags & (FI_REMOTE_WRITE | FI_REMOTE_READ));
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < EP_CNTR_EVENTS; i++) {
+		if (!(flags & ep_cntr_events[i]))
+			continue;
+		*ep_cntr_slot(ep, ep_cntr_events[i]) = cntr;
+		atomic_fetch_add(&cntr->ref, 1);
+	}
+	return 0;
 }
 
 static int ep_bind_av(struct nrma_ep *ep, struct nrma_av *av, uint64_t flags)
@@ -168,11 +188,17 @@ static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 }
 
 /*
- * Each direction needs somewhere to report completions; an RDM endpoint
- * needs an AV, a connected one an EQ for its connection's events.
+ * Each direction the endpoint uses needs somewhere to report completions
+ * (fi_endpoint(3)), one that is only an RMA or atomic target a receive CQ
+ * to be progressed through; an RDM endpoint needs an AV, a connected one
+ * an EQ for its connection's events.
  */
 static int ep_enable_check(const struct nrma_ep *ep)
 {
+	uint64_t caps = nrma_caps_with_directions(ep->info->caps);
+	bool transmits = !caps || (caps & (FI_SEND | FI_READ | FI_WRITE));
+	bool receives = !transmits || (caps & FI_RECV);
+
 	/* What broke its device resources cannot be undone here. */
 	if (ep->critical)
 		return -ep->critical;
@@ -189,10 +215,12 @@ static int ep_enable_check(const struct nrma_ep *ep)
 		return -FI_EINVAL;
 	if (!nrma_ep_is_msg(ep) && !ep->av)
 		return -FI_ENOAV;
-	if (!ep->tx_cq && !ep->send_cntr && !ep->read_cntr && !ep->write_cntr)
+	if (transmits && !ep->tx_cq && !ep->send_cntr && !ep->read_cntr &&
+	    !ep->write_cntr)
 		return -FI_ENOCQ;
 	/* A transmit context receives nothing but what its sends bring. */
-	if (!ep->rx_cq && !ep->recv_cntr && ep->role != NRMA_EP_TX_CTX)
+	if (receives && !ep->rx_cq && !ep->recv_cntr &&
+	    ep->role != NRMA_EP_TX_CTX)
 		return -FI_ENOCQ;
 	return 0;
 }
@@ -349,6 +377,13 @@ static void ep_unbind_all(struct nrma_ep *ep)
 		atomic_fetch_sub(&ep->eq->ref, 1);
 }
 
+static void ep_resources_close(struct nrma_ep *ep)
+{
+	nrma_cm_close(ep->cm);
+	nrma_xfer_close(ep);
+	nrma_verbs_ep_close(ep->verbs);
+}
+
 static int nrma_ep_close(struct fid *fid)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
@@ -363,9 +398,9 @@ static int nrma_ep_close(struct fid *fid)
 	nrma_ctx_unbind(ep);
 	if (ep->owner)
 		ep->owner->closed(ep);
-	nrma_cm_close(ep->cm);
-	nrma_xfer_close(ep);
-	nrma_verbs_ep_close(ep->verbs);
+	if (ep->connreq)
+		nrma_connreq_refuse(ep->connreq);
+	ep_resources_close(ep);
 	pthread_mutex_destroy(&ep->own_lock);
 	atomic_fetch_sub(&ep->domain->ref, 1);
 	fi_freeinfo(ep->info);
@@ -594,7 +629,7 @@ static int ep_info_check(const struct nrma_domain *domain,
 	    (info->src_addrlen != sizeof(struct sockaddr_in) ||
 	     ((struct sockaddr *) info->src_addr)->sa_family != AF_INET))
 		return -FI_EINVAL;
-	return 0;
+	return nrma_info_check_ep(domain->device, info);
 }
 
 /*
@@ -653,6 +688,28 @@ err_cm:
 	return ret;
 }
 
+/*
+ * An endpoint made from an FI_CONNREQ's info answers that request, also
+ * once the passive endpoint and its listener are gone.
+ */
+static int ep_connreq_take(struct nrma_ep *ep, const struct fi_info *info)
+{
+	struct nrma_cm_req *req;
+	int ret;
+
+	if (!nrma_ep_is_msg(ep) || !nrma_connreq_of(info->handle))
+		return 0;
+	req = nrma_connreq_take(info->handle);
+	if (!req)
+		return -FI_EINVAL;
+	ret = nrma_cm_req_adopt(ep->cm, req);
+	if (ret)
+		nrma_connreq_refuse(req);
+	else
+		ep->connreq = req;
+	return ret;
+}
+
 int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		 struct fid_ep **ep_fid, void *context)
 {
@@ -675,12 +732,17 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ret = ep_resources_open(ep, info);
 	if (ret)
 		goto err;
+	ret = ep_connreq_take(ep, info);
+	if (ret)
+		goto err_resources;
 	pthread_mutex_init(&ep->own_lock, NULL);
 	ep->lock = &ep->own_lock;
 	ep_path_init(&ep->path, &nrma_ep_fi_ops, context);
 	atomic_fetch_add(&domain->ref, 1);
 	*ep_fid = &ep->path.ep_fid;
 	return 0;
+err_resources:
+	ep_resources_close(ep);
 err:
 	fi_freeinfo(ep->info);
 	free(ep);

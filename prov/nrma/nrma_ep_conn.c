@@ -105,7 +105,7 @@ static int nrma_ep_accept(struct fid_ep *ep_fid, const void *param,
 			  size_t paramlen)
 {
 	struct nrma_ep *ep = nrma_ep_of(ep_fid);
-	struct nrma_cm_req *req = nrma_connreq_of(ep->info->handle);
+	struct nrma_cm_req *req = ep->connreq;
 	int ret;
 
 	if (!req || paramlen > NRMA_CM_MSG_APP_MAX || (paramlen && !param))
@@ -117,8 +117,8 @@ static int nrma_ep_accept(struct fid_ep *ep_fid, const void *param,
 	ret = nrma_cm_accept(ep->cm, req, param, paramlen);
 	pthread_mutex_unlock(ep->lock);
 	if (!ret) {
-		nrma_connreq_done(ep->info->handle);
-		ep->info->handle = NULL;
+		nrma_connreq_done(req);
+		ep->connreq = NULL;
 	}
 	return ret;
 }

@@ -128,7 +128,7 @@ static bool opt_size_of(struct nrma_ep *ep, int optname, struct opt_size *o)
 }
 
 /* Copies a value of len bytes out to an application's buffer. */
-static int opt_put(void *optval, size_t *optlen, const void *value, size_t len)
+int nrma_opt_put(void *optval, size_t *optlen, const void *value, size_t len)
 {
 	if (!optval || !optlen)
 		return -FI_EINVAL;
@@ -176,8 +176,8 @@ int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 	if (ret)
 		return ret;
 	if (optname == FI_OPT_FI_HMEM_P2P)
-		return opt_put(optval, optlen, &mode, sizeof(mode));
-	return opt_put(optval, optlen, &value, sizeof(value));
+		return nrma_opt_put(optval, optlen, &mode, sizeof(mode));
+	return nrma_opt_put(optval, optlen, &value, sizeof(value));
 }
 
 /*

@@ -118,6 +118,8 @@ static struct fi_ops nrma_mr_fi_ops = {
 static int mr_check(const struct nrma_domain *domain,
 		    const struct fi_mr_attr *attr, uint64_t flags)
 {
+	uint32_t version = domain->fabric->api_version;
+
 	if (flags & ~FI_RMA_EVENT)
 		return -FI_EBADFLAGS;
 	if ((flags & FI_RMA_EVENT) && !(domain->info->caps & FI_RMA_EVENT))
@@ -127,9 +129,15 @@ static int mr_check(const struct nrma_domain *domain,
 		return -FI_EINVAL;
 	if (attr->access & ~NRMA_MR_ACCESS)
 		return -FI_EINVAL;
-	if (attr->iface != FI_HMEM_SYSTEM)
+	/*
+	 * auth_key_size counts from API 1.5 on and iface from 1.9 on (device
+	 * memory nrma does not register); older callers' struct ends before
+	 * them (fi_mr(3)).
+	 */
+	if (FI_VERSION_GE(version, FI_VERSION(1, 9)) &&
+	    attr->iface != FI_HMEM_SYSTEM)
 		return -FI_ENOSYS;
-	if (attr->auth_key_size)
+	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && attr->auth_key_size)
 		return -FI_EINVAL;
 	return 0;
 }

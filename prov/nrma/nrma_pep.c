@@ -57,22 +57,49 @@ struct nrma_cm_req *nrma_connreq_of(struct fid *handle)
 }
 
 /* Answered (or abandoned): the request's id and wrapper go. */
+void nrma_connreq_done(struct nrma_cm_req *req)
+{
+	nrma_cm_req_done(req);
+	free(nrma_container_of(req, struct nrma_connreq, req));
+}
+
 static void pep_connreq_free(struct nrma_connreq *cr)
 {
 	nrma_dlist_remove(&cr->link);
-	nrma_cm_req_done(&cr->req);
-	free(cr);
+	nrma_connreq_done(&cr->req);
 }
 
-void nrma_connreq_done(struct fid *handle)
+/*
+ * fi_endpoint on an FI_CONNREQ's info: the endpoint answers the request
+ * from then on, also once the passive endpoint has closed, and neither
+ * fi_reject nor a second endpoint can take it.
+ */
+struct nrma_cm_req *nrma_connreq_take(struct fid *handle)
 {
-	struct nrma_connreq *cr =
-		nrma_container_of(handle, struct nrma_connreq, fid);
-	struct nrma_pep *pep = cr->pep;
+	struct nrma_connreq *cr;
+	struct nrma_pep *pep;
+	bool taken;
 
+	if (!nrma_connreq_of(handle))
+		return NULL;
+	cr = nrma_container_of(handle, struct nrma_connreq, fid);
+	pep = cr->pep;
+	if (!pep)
+		return NULL;
 	pthread_mutex_lock(&pep->lock);
-	pep_connreq_free(cr);
+	taken = cr->pep == pep;
+	if (taken) {
+		nrma_dlist_remove(&cr->link);
+		cr->pep = NULL;
+	}
 	pthread_mutex_unlock(&pep->lock);
+	return taken ? &cr->req : NULL;
+}
+
+void nrma_connreq_refuse(struct nrma_cm_req *req)
+{
+	nrma_cm_req_reject(req, NULL, 0);
+	nrma_connreq_done(req);
 }
 
 /* The info an FI_CONNREQ hands out: ours, between the two addresses. */

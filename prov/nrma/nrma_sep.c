@@ -158,8 +158,7 @@ static void sep_tx_init(struct nrma_sep *sep, struct nrma_ep *ep, int index,
 	ep->path.ep_fid.cm = &nrma_ctx_cm_ops;
 	ep->path.ep_fid.msg = &nrma_txc_msg_ops;
 	ep->path.ep_fid.tagged = &nrma_txc_tagged_ops;
-	if (attr)
-		ep->path.tx_op_flags = attr->op_flags;
+	ep->path.tx_op_flags = attr->op_flags;
 }
 
 static int nrma_sep_tx_ctx(struct fid_ep *sep_fid, int index,
@@ -167,25 +166,29 @@ static int nrma_sep_tx_ctx(struct fid_ep *sep_fid, int index,
 			   void *context)
 {
 	struct nrma_sep *sep = sep_of_fid(&sep_fid->fid);
+	struct fi_tx_attr actual;
 	struct fid_ep *ep_fid;
 	struct nrma_ep *ep;
-	int ret;
+	int ret = tx_fid ? nrma_tx_attr_set(&actual, sep->info->tx_attr, attr) :
+			   -FI_EINVAL;
 
-	if (!tx_fid || (attr && attr->op_flags & ~NRMA_TX_OP_FLAGS))
-		return -FI_EINVAL;
-	ret = sep_ctx_check(sep, index, true);
+	if (!ret)
+		ret = sep_ctx_check(sep, index, true);
 	if (!ret)
 		ret = sep_ep_open(sep, true, context, &ep_fid);
 	if (ret)
 		return ret;
 	ep = nrma_ep_of(ep_fid);
-	sep_tx_init(sep, ep, index, attr);
+	sep_tx_init(sep, ep, index, &actual);
 	ret = sep_ctx_publish(sep, index, ep, NULL);
 	if (ret) {
 		ep->owner = NULL; /* never its */
 		fi_close(&ep_fid->fid);
 		return ret;
 	}
+	/* The attributes it got, as fi_endpoint(3) returns them. */
+	if (attr)
+		*attr = actual;
 	*tx_fid = ep_fid;
 	return 0;
 }
@@ -396,7 +399,9 @@ static ssize_t rxc_size_left(struct fid_ep *ep_fid)
 	ssize_t left;
 
 	pthread_mutex_lock(rxc->view.lock);
-	left = (ssize_t) nrma_match_rx_left(&rxc->rc.match);
+	left = rxc->view.enabled ?
+		       (ssize_t) nrma_match_rx_left(&rxc->rc.match) :
+		       -FI_EOPBADSTATE;
 	pthread_mutex_unlock(rxc->view.lock);
 	return left;
 }
@@ -471,6 +476,8 @@ static int nrma_sep_rx_ctx(struct fid_ep *sep_fid, int index,
 		free(rxc);
 		return ret;
 	}
+	if (want)
+		*want = attr;
 	*rx_fid = &rxc->view.path.ep_fid;
 	return 0;
 }

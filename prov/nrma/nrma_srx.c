@@ -156,16 +156,14 @@ static int nrma_srx_getopt(fid_t fid, int level, int optname, void *optval,
 {
 	struct nrma_srx *srx = srx_of_fid(fid);
 	int ret = srx_opt_check(srx, level, optname);
+	size_t value;
 
 	if (ret)
 		return ret;
-	if (!optval || !optlen || *optlen < sizeof(size_t))
-		return -FI_EINVAL;
 	pthread_mutex_lock(&srx->domain->ctx_lock);
-	*(size_t *) optval = srx->rc.min_multi_recv;
+	value = srx->rc.min_multi_recv;
 	pthread_mutex_unlock(&srx->domain->ctx_lock);
-	*optlen = sizeof(size_t);
-	return 0;
+	return nrma_opt_put(optval, optlen, &value, sizeof(value));
 }
 
 static int nrma_srx_setopt(fid_t fid, int level, int optname,
@@ -243,7 +241,10 @@ int nrma_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
 		attr->size = want->size;
 	if (want->iov_limit)
 		attr->iov_limit = want->iov_limit;
-	return 0;
+	return (attr->op_flags & FI_MULTI_RECV) &&
+			       !(attr->caps & FI_MULTI_RECV) ?
+		       -FI_EINVAL :
+		       0;
 }
 
 int nrma_srx_open(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
@@ -274,6 +275,9 @@ int nrma_srx_open(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
 	srx->ep_fid.atomic = &nrma_no_atomic_ops;
 	srx->ep_fid.collective = &nrma_no_collective_ops;
 	atomic_fetch_add(&domain->ref, 1);
+	/* The attributes it got, as fi_endpoint(3) returns them. */
+	if (attr)
+		*attr = srx->attr;
 	*srx_fid = &srx->ep_fid;
 	return 0;
 }
@@ -299,21 +303,35 @@ static struct fi_ops nrma_stx_fi_ops = {
 	.ops_open = nrma_no_ops_open,
 };
 
-static int stx_attr_set(struct nrma_stx *stx, const struct fi_tx_attr *want)
+/*
+ * A transmit context's attributes: the domain's endpoints', with the
+ * operation flags asked for; it may ask for less than they offer.
+ */
+int nrma_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
+		     const struct fi_tx_attr *want)
 {
-	const struct fi_tx_attr *base = stx->domain->info->tx_attr;
-
-	stx->attr = *base;
+	*attr = *base;
 	if (!want)
 		return 0;
 	if (want->size > base->size || want->iov_limit > base->iov_limit ||
 	    want->inject_size > base->inject_size ||
-	    (want->caps & ~base->caps) || (want->op_flags & ~NRMA_TX_OP_FLAGS))
+	    (want->caps & ~base->caps) ||
+	    (want->op_flags & ~NRMA_TX_OP_FLAGS) ||
+	    ((want->op_flags & FI_TRIGGER) && !(base->caps & FI_TRIGGER)))
 		return -FI_EINVAL;
-	stx->attr.op_flags = want->op_flags;
-	if (want->size)
-		stx->attr.size = want->size;
+	attr->op_flags = want->op_flags;
 	return 0;
+}
+
+/* A shared one sizes its budget as asked. */
+static int stx_attr_set(struct nrma_stx *stx, const struct fi_tx_attr *want)
+{
+	int ret =
+		nrma_tx_attr_set(&stx->attr, stx->domain->info->tx_attr, want);
+
+	if (!ret && want && want->size)
+		stx->attr.size = want->size;
+	return ret;
 }
 
 int nrma_stx_open(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
@@ -336,6 +354,8 @@ int nrma_stx_open(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
 	stx->stx_fid.fid.context = context;
 	stx->stx_fid.fid.ops = &nrma_stx_fi_ops;
 	atomic_fetch_add(&domain->ref, 1);
+	if (attr)
+		*attr = stx->attr;
 	*stx_fid = &stx->stx_fid;
 	return 0;
 }

@@ -6,8 +6,10 @@
  * per-class sizes (FI_OPT_MAX_*, FI_OPT_INJECT_*) holding on the data
  * path; FI_GETOPSFLAG and FI_SETOPSFLAG; aliases (fi_ep_alias), whose
  * flags are theirs alone; fi_endpoint2; fi_tx_size_left and
- * fi_rx_size_left; and FI_COMMIT_COMPLETE, refused for want of
- * persistent memory.
+ * fi_rx_size_left; FI_COMMIT_COMPLETE, refused for want of persistent
+ * memory; an info that asks for more than fi_getinfo offered; the
+ * completion queues each direction needs to enable; and counter binds
+ * that take all their events or none.
  */
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
@@ -203,6 +205,111 @@ static void check_endpoint2(struct fid_domain *domain)
 	CHECK_OK(fi_close(&ep->fid));
 }
 
+/* fi_getinfo(3): an endpoint is opened with what was offered, or less. */
+static void check_open_limits(struct fid_domain *domain)
+{
+	struct fi_info *info = fi_dupinfo(itest_info), *hints, *none = NULL;
+	size_t *limits[] = { &info->tx_attr->iov_limit,
+			     &info->rx_attr->iov_limit,
+			     &info->tx_attr->inject_size,
+			     &info->ep_attr->max_msg_size };
+	struct fid_ep *ep;
+
+	CHECK(info != NULL);
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		(*limits[i])++;
+		CHECK_RET(fi_endpoint(domain, info, &ep, NULL), -FI_EINVAL);
+		(*limits[i])--;
+	}
+	info->caps |= FI_HMEM;
+	CHECK_RET(fi_endpoint(domain, info, &ep, NULL), -FI_EINVAL);
+	/* Default flags that need a capability the endpoint lacks. */
+	info->caps = FI_MSG | FI_SEND | FI_RECV;
+	info->tx_attr->op_flags = FI_TRIGGER;
+	CHECK_RET(fi_endpoint(domain, info, &ep, NULL), -FI_EINVAL);
+	info->tx_attr->op_flags = 0;
+	info->rx_attr->op_flags = FI_MULTI_RECV;
+	CHECK_RET(fi_endpoint(domain, info, &ep, NULL), -FI_EINVAL);
+	info->rx_attr->op_flags = 0;
+	info->tx_attr->iov_limit = 1;
+	CHECK_OK(fi_endpoint(domain, info, &ep, NULL));
+	CHECK_OK(fi_close(&ep->fid));
+	fi_freeinfo(info);
+
+	hints = itest_hints();
+	hints->caps = FI_MSG;
+	hints->tx_attr->op_flags = FI_TRIGGER;
+	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &none),
+		  -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+/* An endpoint of info with a CQ bound for the given directions. */
+static int enable_with(struct fid_domain *domain, const struct fi_info *info,
+		       struct fid_av *av, struct fid_cq *cq, uint64_t dirs)
+{
+	struct fid_ep *ep;
+	int ret;
+
+	CHECK_OK(fi_endpoint(domain, (struct fi_info *) info, &ep, NULL));
+	CHECK_OK(fi_ep_bind(ep, &av->fid, 0));
+	if (dirs)
+		CHECK_OK(fi_ep_bind(ep, &cq->fid, dirs));
+	ret = fi_enable(ep);
+	CHECK_OK(fi_close(&ep->fid));
+	return ret;
+}
+
+/*
+ * fi_endpoint(3): CQs for the directions the endpoint uses; one that is
+ * only an RMA target needs a receive CQ to be progressed through.
+ */
+static void check_enable_directions(struct fid_domain *domain)
+{
+	struct fi_info *info = itest_getinfo();
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fid_cq *cq;
+	struct fid_av *av;
+
+	CHECK_OK(fi_cq_open(domain, &cq_attr, &cq, NULL));
+	CHECK_OK(fi_av_open(domain, &av_attr, &av, NULL));
+	info->caps = FI_MSG | FI_SEND;
+	CHECK_OK(enable_with(domain, info, av, cq, FI_TRANSMIT));
+	CHECK_RET(enable_with(domain, info, av, cq, FI_RECV), -FI_ENOCQ);
+	info->caps = FI_MSG;
+	CHECK_RET(enable_with(domain, info, av, cq, FI_TRANSMIT), -FI_ENOCQ);
+	CHECK_OK(enable_with(domain, info, av, cq, FI_TRANSMIT | FI_RECV));
+	info->caps = FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	CHECK_OK(enable_with(domain, info, av, cq, FI_RECV));
+	CHECK_RET(enable_with(domain, info, av, cq, 0), -FI_ENOCQ);
+	CHECK_OK(fi_close(&av->fid));
+	CHECK_OK(fi_close(&cq->fid));
+	fi_freeinfo(info);
+}
+
+/* A counter bind that is refused leaves none of its events bound. */
+static void check_cntr_bind_whole(struct fid_domain *domain)
+{
+	struct fi_info *info = itest_getinfo();
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr *sends, *other;
+	struct fid_ep *ep;
+
+	CHECK(info->caps & FI_RMA_EVENT);
+	CHECK_OK(fi_cntr_open(domain, &attr, &sends, NULL));
+	CHECK_OK(fi_cntr_open(domain, &attr, &other, NULL));
+	CHECK_OK(fi_endpoint(domain, info, &ep, NULL));
+	CHECK_OK(fi_ep_bind(ep, &sends->fid, FI_SEND));
+	CHECK_RET(fi_ep_bind(ep, &other->fid, FI_REMOTE_WRITE | FI_SEND),
+		  -FI_EINVAL);
+	CHECK_OK(fi_ep_bind(ep, &other->fid, FI_REMOTE_WRITE | FI_RECV));
+	CHECK_OK(fi_close(&ep->fid));
+	CHECK_OK(fi_close(&other->fid));
+	CHECK_OK(fi_close(&sends->fid));
+	fi_freeinfo(info);
+}
+
 static void before_enable_options(struct fid_ep *ep)
 {
 	check_class_sizes(ep, itest_info);
@@ -224,6 +331,9 @@ static void phase_options(void)
 		return;
 	}
 	check_endpoint2(itest_domain());
+	check_open_limits(itest_domain());
+	check_enable_directions(itest_domain());
+	check_cntr_bind_whole(itest_domain());
 	itest_node_open(&n, &o, "R");
 	/* Sizes are fixed at fi_enable; the multi-receive minimum is not. */
 	CHECK_RET(set_size(n.ep, OPT_MAX_MSG_SIZE, 100), -FI_EOPBADSTATE);

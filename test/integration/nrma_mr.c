@@ -4,7 +4,7 @@
  * the rules of fi_mr_bind for remote-event counters, with and without
  * FI_MR_RMA_EVENT, including the domain's limits of notification cells
  * and of registrations (FI_NRMA_NOTIFY_CELLS, FI_NRMA_MR_MAX, set small
- * here).
+ * here); fields an older API's struct has not, not read.
  */
 #include <sys/uio.h>
 
@@ -290,6 +290,37 @@ static void check_bind_rma_event_mode(struct fid_fabric *fabric)
 	fi_freeinfo(hints);
 }
 
+/*
+ * fi_mr(3): auth_key_size counts from API 1.5 on, iface from 1.9 on; an
+ * application of API 1.4 may have anything past its shorter struct.
+ */
+static void check_old_api_attr(void)
+{
+	static char buf[4096];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct fi_mr_attr attr = { .mr_iov = &iov,
+				   .iov_count = 1,
+				   .access = FI_REMOTE_WRITE,
+				   .auth_key_size = 8,
+				   .iface = FI_HMEM_CUDA };
+	struct fi_info *hints = itest_hints(), *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *dom;
+	struct fid_mr *mr;
+
+	hints->domain_attr->mr_mode = FI_MR_BASIC;
+	hints->domain_attr->name = strdup(itest_device());
+	CHECK_OK(fi_getinfo(FI_VERSION(1, 4), NULL, NULL, 0, hints, &info));
+	CHECK_OK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK_OK(fi_domain(fabric, info, &dom, NULL));
+	CHECK_OK(fi_mr_regattr(dom, &attr, 0, &mr));
+	CHECK_OK(fi_close(&mr->fid));
+	CHECK_OK(fi_close(&dom->fid));
+	CHECK_OK(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
 int main(void)
 {
 	struct fi_info *info;
@@ -313,6 +344,7 @@ int main(void)
 	CHECK_OK(fi_close(&domain->fid));
 	check_bind_rma_event_mode(fabric);
 	CHECK_OK(fi_close(&fabric->fid));
+	check_old_api_attr();
 	fi_freeinfo(info);
 	itest_pass("nrma_mr");
 	return 0;

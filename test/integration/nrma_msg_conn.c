@@ -14,6 +14,9 @@
  *   - a connection to a port nobody listens on: FI_ECONNREFUSED;
  *   - an active endpoint that takes a passive endpoint's address
  *     (fi_info handle);
+ *   - a request that an endpoint answers: no second endpoint or
+ *     fi_reject takes it, and fi_accept works after the passive endpoint
+ *     closed;
  *   - a client that dies: the server's FI_SHUTDOWN, and its send that
  *     waited for the client ends in an error entry.
  */
@@ -331,15 +334,23 @@ static void server_take_address(void)
 	fi_freeinfo(fi);
 }
 
-/* A client that dies: its connection ends, so does what waits on it. */
+/*
+ * The endpoint made from a request answers it, also once its passive
+ * endpoint has closed.  Its client dies: the connection ends, so does
+ * what waits on it.
+ */
 static void server_peer_dies(struct fid_pep *pep)
 {
 	struct fi_info *req = wait_connreq(pep, NULL, 0);
 	struct fi_cq_err_entry err;
+	struct fid_ep *twin;
 	struct msg_ep e;
 	char *big = calloc(1, BIG);
 
 	ep_open(&e, req, "S dies");
+	CHECK_RET(fi_endpoint(domain, req, &twin, NULL), -FI_EINVAL);
+	CHECK_RET(fi_reject(pep, req->handle, NULL, 0), -FI_EINVAL);
+	CHECK_OK(fi_close(&pep->fid));
 	e.cq->errors_ok = true;
 	CHECK_OK(fi_accept(e.ep, NULL, 0));
 	wait_cm(FI_CONNECTED, e.ep, "FI_CONNECTED before the client dies");
@@ -373,7 +384,6 @@ static void server(void)
 	server_take_address();
 	itest_step = "a client that dies";
 	server_peer_dies(pep);
-	CHECK_OK(fi_close(&pep->fid));
 }
 
 /* Client */

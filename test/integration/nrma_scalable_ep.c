@@ -12,6 +12,7 @@
  *   - RMA from a transmit context into R's memory, and the write's
  *     data reported on R's receive context 0;
  *   - one name: every context's is the scalable endpoint's;
+ *   - each context reports the attributes it got;
  *   - what is refused: contexts out of range or taken twice, transfers
  *     on the scalable endpoint itself, receives on a transmit context
  *     and sends on a receive context, closing with contexts open.
@@ -20,6 +21,9 @@
 #include <rdma/fi_tagged.h>
 
 #include "itest_rs.h"
+
+/* fi_rx_size_left is deprecated, and served. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #define NTX	2
 #define NRX	2
@@ -83,7 +87,12 @@ static void sep_open(struct sep *s, const char *who)
 	CHECK_OK(fi_av_open(domain, &av_attr, &s->av, NULL));
 	CHECK_OK(fi_scalable_ep_bind(s->ep, &s->av->fid, 0));
 	for (int i = 0; i < NTX; i++) {
-		CHECK_OK(fi_tx_context(s->ep, i, NULL, &s->tx[i], NULL));
+		struct fi_tx_attr got = { 0 };
+
+		CHECK_OK(fi_tx_context(s->ep, i, &got, &s->tx[i], NULL));
+		CHECK(got.size == info->tx_attr->size &&
+		      got.iov_limit == info->tx_attr->iov_limit &&
+		      got.inject_size == info->tx_attr->inject_size);
 		s->txcq[i] = itest_cq_open(domain, FI_CQ_FORMAT_TAGGED,
 					   itest_fmt("%s tx%d", who, i));
 		CHECK_OK(fi_ep_bind(s->tx[i], &s->txcq[i]->cq->fid,
@@ -91,7 +100,12 @@ static void sep_open(struct sep *s, const char *who)
 		CHECK_OK(fi_enable(s->tx[i]));
 	}
 	for (int i = 0; i < NRX; i++) {
-		CHECK_OK(fi_rx_context(s->ep, i, NULL, &s->rx[i], NULL));
+		struct fi_rx_attr got = { .size = 16 };
+
+		CHECK_OK(fi_rx_context(s->ep, i, &got, &s->rx[i], NULL));
+		CHECK(got.size == 16 &&
+		      got.iov_limit == info->rx_attr->iov_limit);
+		CHECK_RET(fi_rx_size_left(s->rx[i]), -FI_EOPBADSTATE);
 		s->rxcq[i] = itest_cq_open(domain, FI_CQ_FORMAT_TAGGED,
 					   itest_fmt("%s rx%d", who, i));
 		CHECK_OK(fi_ep_bind(s->rx[i], &s->rxcq[i]->cq->fid, FI_RECV));

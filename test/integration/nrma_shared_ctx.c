@@ -11,6 +11,8 @@
  *   - tagged receives, FI_PEEK and cancel on the context;
  *   - S's two endpoints share tx_attr->size transmits in flight;
  *   - an endpoint that closes with messages held takes them with it;
+ *   - a context reports the attributes it got, and a short option
+ *     buffer gets -FI_ETOOSMALL and the size needed;
  *   - what is refused: binding without FI_SHARED_CONTEXT, enabling
  *     without the context, closing a context in use, sending on one.
  */
@@ -114,7 +116,15 @@ static void phase_refused(void)
 	struct fid_stx *tctx;
 	char buf[8];
 
+	size_t min_multi, len = 1;
+
 	CHECK_OK(fi_srx_context(itest_domain(), &rx_attr, &ctx, NULL));
+	CHECK(rx_attr.size == 8 &&
+	      rx_attr.iov_limit == itest_info->rx_attr->iov_limit);
+	CHECK_RET(fi_getopt(&ctx->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			    &min_multi, &len),
+		  -FI_ETOOSMALL);
+	CHECK(len == sizeof(min_multi));
 	CHECK_OK(fi_stx_context(itest_domain(), NULL, &tctx, NULL));
 	/* An endpoint not made for shared contexts takes none. */
 	CHECK_OK(fi_endpoint(itest_domain(), plain, &ep, NULL));
