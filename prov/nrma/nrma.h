@@ -335,10 +335,11 @@ struct nrma_cq {
 	pthread_mutex_t lock;
 	enum fi_cq_format format;
 	enum fi_cq_wait_cond wait_cond;
-	size_t threshold;
 	struct nrma_ring comps; /* struct nrma_cq_entry */
 	size_t errors;		/* error entries among them */
-	bool signaled;
+	uint64_t signal_gen;	/* fi_cq_signal calls */
+	size_t sreaders;	/* threads in fi_cq_sread */
+	size_t unwoken;		/* of those signalled, still to return */
 	struct nrma_wait wait;
 	struct nrma_ep_set eps; /* endpoints to progress */
 	atomic_int ref;		/* endpoints, poll sets using it */

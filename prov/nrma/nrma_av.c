@@ -22,6 +22,7 @@ static void av_report_error(struct nrma_av *av, size_t index, int err,
 		.context = context,
 		.data = index,
 		.err = -err,
+		.prov_errno = err, /* negative: no device event */
 	};
 
 	if (nrma_eq_report_err(av->eq, &entry, NULL, 0))

@@ -42,6 +42,16 @@ static void cq_copy_entry(const struct nrma_cq *cq, void *dst,
 	memcpy(dst, &entry->comp, cq_format_size(cq->format));
 }
 
+/*
+ * Lets the wait fd go quiet, unless a thread that fi_cq_signal woke has
+ * yet to see it: draining then could put that thread back to sleep.
+ */
+static void cq_drain(struct nrma_cq *cq)
+{
+	if (!cq->unwoken)
+		nrma_wait_drain(&cq->wait);
+}
+
 static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 			      fi_addr_t *src_addr)
 {
@@ -62,7 +72,7 @@ static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 		return -FI_EAVAIL;
 	nrma_ring_consume(&cq->comps, n);
 	if (nrma_ring_empty(&cq->comps))
-		nrma_wait_drain(&cq->wait);
+		cq_drain(cq);
 	return n;
 }
 
@@ -81,7 +91,7 @@ static struct fi_cq_err_entry *cq_pop_err(struct nrma_cq *cq)
 	nrma_ring_consume(&cq->comps, 1);
 	cq->errors--;
 	if (nrma_ring_empty(&cq->comps))
-		nrma_wait_drain(&cq->wait);
+		cq_drain(cq);
 	return err;
 }
 
@@ -105,12 +115,51 @@ static ssize_t nrma_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 	return nrma_cq_readfrom(cq_fid, buf, count, NULL);
 }
 
+/*
+ * The application's error entry is as large as the API it asked for:
+ * err_data_size came in 1.5, src_addr in 1.20 (as libfabric's util CQ).
+ */
+static size_t cq_err_entry_size(uint32_t version)
+{
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+		return offsetof(struct fi_cq_err_entry, err_data_size);
+#if NRMA_FI_VERSION >= FI_VERSION(1, 20)
+	if (FI_VERSION_LT(version, FI_VERSION(1, 20)))
+		return offsetof(struct fi_cq_err_entry, src_addr);
+#endif
+	return sizeof(struct fi_cq_err_entry);
+}
+
+/*
+ * nrma's error entries carry no error data: err_data_size says so, and
+ * the application's err_data buffer, if it gave one, stays its own.
+ */
+static void cq_err_copy(const struct nrma_cq *cq, struct fi_cq_err_entry *buf,
+			const struct fi_cq_err_entry *err)
+{
+	uint32_t version = cq->domain->fabric->api_version;
+	size_t size = cq_err_entry_size(version);
+	void *user = NULL;
+
+	if (size > offsetof(struct fi_cq_err_entry, err_data_size) &&
+	    buf->err_data_size)
+		user = buf->err_data;
+	memcpy(buf, err, size);
+	if (size == offsetof(struct fi_cq_err_entry, err_data_size))
+		return;
+	buf->err_data = user;
+	buf->err_data_size = 0;
+#if NRMA_FI_VERSION >= FI_VERSION(1, 20)
+	if (size == sizeof(*buf))
+		buf->src_addr = FI_ADDR_NOTAVAIL;
+#endif
+}
+
 static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
 			       struct fi_cq_err_entry *buf, uint64_t flags)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
 	struct fi_cq_err_entry *err;
-	size_t size;
 
 	if (flags)
 		return -FI_EBADFLAGS;
@@ -120,37 +169,90 @@ static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
 	pthread_mutex_unlock(&cq->lock);
 	if (!err)
 		return -FI_EAGAIN;
-	size = nrma_err_entry_size(
-		cq->domain->fabric->api_version, sizeof(*buf),
-		offsetof(struct fi_cq_err_entry, err_data_size));
-	memcpy(buf, err, size);
+	cq_err_copy(cq, buf, err);
 	free(err);
 	return 1;
 }
 
-static bool cq_ready(const struct nrma_cq *cq)
+/* Whether a read would return something: an error, or need completions. */
+static bool cq_ready(const struct nrma_cq *cq, size_t need)
 {
-	size_t need = cq->wait_cond == FI_CQ_COND_THRESHOLD ? cq->threshold : 1;
-
 	return cq->errors || cq->comps.count >= need;
 }
 
-/* Reads what is ready, or returns -FI_EAGAIN to keep waiting. */
-static ssize_t cq_sread_step(struct nrma_cq *cq, void *buf, size_t count,
-			     fi_addr_t *src_addr, bool *woken)
+/* What one fi_cq_sread waits for, and where its completions go. */
+struct cq_sread {
+	void *buf;
+	size_t count;
+	fi_addr_t *src_addr;
+	size_t need;  /* completions that end the wait */
+	uint64_t gen; /* cq->signal_gen when it began */
+};
+
+/*
+ * FI_CQ_COND_THRESHOLD's cond is the threshold itself, not a pointer to
+ * it, as in libfabric's own CQs; more than count could never be read.
+ */
+static size_t cq_sread_need(const struct nrma_cq *cq, const void *cond,
+			    size_t count)
 {
-	ssize_t ret = -FI_EAGAIN;
+	size_t need = 1;
+
+	if (cq->wait_cond == FI_CQ_COND_THRESHOLD && (uintptr_t) cond)
+		need = (uintptr_t) cond < count ? (uintptr_t) cond : count;
+	return need ? need : 1;
+}
+
+static void cq_sread_enter(struct nrma_cq *cq, struct cq_sread *rd)
+{
+	pthread_mutex_lock(&cq->lock);
+	cq->sreaders++;
+	rd->gen = cq->signal_gen;
+	pthread_mutex_unlock(&cq->lock);
+}
+
+static void cq_sread_leave(struct nrma_cq *cq, const struct cq_sread *rd)
+{
+	pthread_mutex_lock(&cq->lock);
+	cq->sreaders--;
+	if (rd->gen != cq->signal_gen && cq->unwoken)
+		cq->unwoken--;
+	/* cq_sread_step drained the fd below the threshold: undo that. */
+	if (!nrma_ring_empty(&cq->comps))
+		nrma_wait_signal(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/*
+ * One look at the CQ: true, with *ret, when the sread is over: it read,
+ * found an error, or was signalled.  Else the fd is drained, so that the
+ * sleep that follows lasts until a new entry or a signal, not a spin on
+ * entries that stay below the threshold.
+ */
+static bool cq_sread_step(struct nrma_cq *cq, const struct cq_sread *rd,
+			  ssize_t *ret)
+{
+	bool done = true;
 
 	pthread_mutex_lock(&cq->lock);
-	if (cq_ready(cq)) {
-		ret = cq_read_locked(cq, buf, count, src_addr);
-	} else if (cq->signaled) {
-		cq->signaled = false; /* fi_cq_signal wakes one sread */
-		nrma_wait_drain(&cq->wait);
-		*woken = true;
+	if (cq_ready(cq, rd->need)) {
+		*ret = cq_read_locked(cq, rd->buf, rd->count, rd->src_addr);
+	} else if (rd->gen != cq->signal_gen) {
+		*ret = -FI_EAGAIN;
+	} else {
+		cq_drain(cq);
+		done = false;
 	}
 	pthread_mutex_unlock(&cq->lock);
-	return ret;
+	return done;
+}
+
+/* Sleeps until something may have come, or the time left runs out. */
+static int cq_sread_sleep(struct nrma_cq *cq, int left)
+{
+	if (nrma_ep_set_arm(&cq->eps))
+		return 0; /* events came while arming: progress again */
+	return nrma_wait_block(&cq->wait, nrma_ep_set_sleep_ms(&cq->eps, left));
 }
 
 static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -158,33 +260,33 @@ static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				 int timeout)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
+	struct cq_sread rd = { .buf = buf,
+			       .count = count,
+			       .src_addr = src_addr };
 	struct timespec start;
-	bool woken = false;
-	ssize_t ret;
-	int left;
+	ssize_t ret = -FI_EAGAIN;
+	int left, err;
 
 	if (cq->wait.type == FI_WAIT_NONE)
 		return -FI_EINVAL;
-	if (cq->wait_cond == FI_CQ_COND_THRESHOLD && cond)
-		cq->threshold = *(const size_t *) cond;
+	rd.need = cq_sread_need(cq, cond, count);
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	cq_sread_enter(cq, &rd);
 	for (;;) {
 		nrma_ep_set_progress(&cq->eps);
-		ret = cq_sread_step(cq, buf, count, src_addr, &woken);
-		if (ret != -FI_EAGAIN || woken)
-			return ret;
-		if (nrma_ep_set_arm(&cq->eps))
-			continue;
+		if (cq_sread_step(cq, &rd, &ret))
+			break;
 		left = nrma_timeout_left(&start, timeout);
-		ret = nrma_wait_block(&cq->wait,
-				      nrma_ep_set_sleep_ms(&cq->eps, left));
-		if (ret == -FI_ETIMEDOUT && nrma_timeout_left(&start, timeout))
-			continue; /* a short sleep, for credits */
-		if (ret == -FI_ETIMEDOUT)
-			return nrma_cq_readfrom(cq_fid, buf, count, src_addr);
-		if (ret)
-			return ret;
+		if (!left)
+			break;
+		err = cq_sread_sleep(cq, left);
+		if (err && err != -FI_ETIMEDOUT) {
+			ret = err;
+			break;
+		}
 	}
+	cq_sread_leave(cq, &rd);
+	return ret;
 }
 
 static ssize_t nrma_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -193,24 +295,26 @@ static ssize_t nrma_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
 	return nrma_cq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
 }
 
-/* For poll sets: progresses, then says whether a read would find work. */
+/* For poll sets: progresses, then says whether the CQ is not empty. */
 bool nrma_cq_ready(struct nrma_cq *cq)
 {
 	bool ready;
 
 	nrma_ep_set_progress(&cq->eps);
 	pthread_mutex_lock(&cq->lock);
-	ready = cq_ready(cq);
+	ready = cq_ready(cq, 1);
 	pthread_mutex_unlock(&cq->lock);
 	return ready;
 }
 
+/* Every thread in fi_cq_sread now returns; later ones wait as usual. */
 static int nrma_cq_signal(struct fid_cq *cq_fid)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
 
 	pthread_mutex_lock(&cq->lock);
-	cq->signaled = true;
+	cq->signal_gen++;
+	cq->unwoken = cq->sreaders;
 	nrma_wait_signal(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
@@ -219,7 +323,9 @@ static int nrma_cq_signal(struct fid_cq *cq_fid)
 static const char *nrma_cq_strerror(struct fid_cq *cq_fid, int prov_errno,
 				    const void *err_data, char *buf, size_t len)
 {
-	const char *str = nrma_verbs_status_str(prov_errno);
+	/* 0 is IBV_WC_SUCCESS: nrma, not the device, failed the operation. */
+	const char *str = prov_errno ? nrma_verbs_status_str(prov_errno) :
+				       "no device error (see err)";
 
 	(void) cq_fid;
 	(void) err_data;
@@ -242,13 +348,10 @@ int nrma_cq_trywait(struct nrma_cq *cq)
 	if (nrma_ep_set_polled(&cq->eps))
 		return -FI_EAGAIN;
 	pthread_mutex_lock(&cq->lock);
-	if (cq_ready(cq)) {
+	if (cq_ready(cq, 1))
 		ret = -FI_EAGAIN;
-	} else {
-		/* A signal nobody waited for is stale once we go to sleep. */
-		cq->signaled = false;
-		nrma_wait_drain(&cq->wait);
-	}
+	else
+		cq_drain(cq); /* so is a signal nobody waited for */
 	pthread_mutex_unlock(&cq->lock);
 	return ret;
 }
@@ -299,10 +402,9 @@ static struct fi_ops_cq nrma_cq_ops = {
 
 static int cq_attr_check(const struct fi_cq_attr *attr)
 {
+	/* FI_AFFINITY's signaling_vector is a hint: nrma ignores it. */
 	if (attr->flags & ~FI_AFFINITY)
 		return -FI_EBADFLAGS;
-	if ((attr->flags & FI_AFFINITY) || attr->wait_set)
-		return -FI_ENOSYS;
 	if (attr->format != FI_CQ_FORMAT_UNSPEC &&
 	    !cq_format_size(attr->format))
 		return -FI_EINVAL;
@@ -343,7 +445,6 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 			     FI_CQ_FORMAT_CONTEXT :
 			     attr->format;
 	cq->wait_cond = attr->wait_cond;
-	cq->threshold = 1;
 	cq->domain = domain;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.context = context;

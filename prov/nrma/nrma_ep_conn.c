@@ -34,7 +34,7 @@ static void ep_conn_report_down(void *arg, struct nrma_conn *conn)
 		.fid = &ep->path.ep_fid.fid,
 		.context = ep->path.ep_fid.fid.context,
 		.err = -conn->error,
-		.prov_errno = -conn->error,
+		.prov_errno = conn->error, /* negative: no device event */
 	};
 	const void *app = NULL;
 	size_t len = 0;

@@ -9,6 +9,7 @@
 
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_verbs.h"
 
 struct nrma_eq_event {
 	struct nrma_dlist link;
@@ -165,9 +166,9 @@ out:
 
 /*
  * An error entry, with its data (the peer's reject data) where the
- * application's err_data buffer says (fi_eq(3)), or, if it gives none,
- * in the EQ's own buffer until the next fi_eq_readerr.  Callers of API
- * 1.4 and older know no err_data.
+ * application's err_data buffer says (fi_eq(3)), or, if it gives none or
+ * knows no err_data_size (API 1.4 and older), in the EQ's own buffer
+ * until the next fi_eq_readerr.
  */
 static ssize_t eq_err_copy(struct nrma_eq *eq, const struct nrma_eq_event *ev,
 			   struct fi_eq_err_entry *buf)
@@ -182,16 +183,14 @@ static ssize_t eq_err_copy(struct nrma_eq *eq, const struct nrma_eq_event *ev,
 	size_t room = user ? buf->err_data_size : 0;
 
 	memcpy(buf, &ev->u.err, size);
-	if (size < full)
-		return size;
-	if (!len) {
-		buf->err_data = NULL;
-	} else if (room) {
-		buf->err_data_size = len < room ? len : room;
-		buf->err_data = memcpy(user, data, buf->err_data_size);
+	if (len && room) {
+		len = len < room ? len : room;
+		buf->err_data = memcpy(user, data, len);
 	} else {
-		buf->err_data = memcpy(eq->err_data, data, len);
+		buf->err_data = len ? memcpy(eq->err_data, data, len) : NULL;
 	}
+	if (size == full)
+		buf->err_data_size = len;
 	return size;
 }
 
@@ -241,7 +240,9 @@ static ssize_t nrma_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 static const char *nrma_eq_strerror(struct fid_eq *eq_fid, int prov_errno,
 				    const void *err_data, char *buf, size_t len)
 {
-	const char *str = fi_strerror(prov_errno);
+	/* Device events give their ibv_event_type, the others -err. */
+	const char *str = prov_errno < 0 ? fi_strerror(-prov_errno) :
+					   nrma_verbs_event_str(prov_errno);
 
 	(void) eq_fid;
 	(void) err_data;
@@ -314,7 +315,11 @@ int nrma_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
 	struct nrma_eq *eq;
 	int ret;
 
-	if (!attr || (attr->flags & ~FI_WRITE) || attr->wait_set)
+	/*
+	 * FI_AFFINITY's signaling_vector is a hint, ignored; so is wait_set
+	 * but with FI_WAIT_SET, which nrma_wait_open refuses.
+	 */
+	if (!attr || (attr->flags & ~(FI_WRITE | FI_AFFINITY)))
 		return -FI_EINVAL;
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)

@@ -60,6 +60,12 @@ static void test_cntr_open(void **state)
 	assert_int_equal(nrma_cntr_open(fake_domain(state), &attr, &cntr, NULL),
 			 -FI_EINVAL);
 	attr.flags = 0;
+	/* A wait set is ignored but with FI_WAIT_SET. */
+	attr.wait_set = (struct fid_wait *) &attr;
+	assert_int_equal(nrma_cntr_open(fake_domain(state), &attr, &cntr, NULL),
+			 0);
+	assert_int_equal(fi_close(&cntr->fid), 0);
+	cntr = NULL;
 	attr.wait_obj = FI_WAIT_SET;
 	assert_int_equal(nrma_cntr_open(fake_domain(state), &attr, &cntr, NULL),
 			 -FI_ENOSYS);

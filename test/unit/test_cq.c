@@ -33,6 +33,20 @@ static struct fid_cq *open_cq(void **state, enum fi_cq_format format,
 	return cq;
 }
 
+static struct fid_cq *open_threshold_cq(void **state)
+{
+	struct fi_cq_attr attr = {
+		.size = 8,
+		.format = FI_CQ_FORMAT_CONTEXT,
+		.wait_obj = FI_WAIT_FD,
+		.wait_cond = FI_CQ_COND_THRESHOLD,
+	};
+	struct fid_cq *cq = NULL;
+
+	assert_int_equal(nrma_cq_open(fake_domain(state), &attr, &cq, NULL), 0);
+	return cq;
+}
+
 /* What the provider's completion path does: queue, then signal. */
 static void cq_inject(struct fid_cq *cq_fid, void *context, uint64_t flags,
 		      size_t len, uint64_t data, fi_addr_t src_addr)
@@ -141,14 +155,28 @@ static void test_cq_open_errors(void **state)
 	assert_int_equal(nrma_cq_open(dom, &attr, &cq, NULL), -FI_EINVAL);
 	attr.wait_cond = FI_CQ_COND_NONE;
 
-	attr.flags = FI_AFFINITY;
-	assert_int_equal(nrma_cq_open(dom, &attr, &cq, NULL), -FI_ENOSYS);
 	attr.flags = FI_SEND;
 	assert_int_equal(nrma_cq_open(dom, &attr, &cq, NULL), -FI_EBADFLAGS);
 	attr.flags = 0;
 
 	assert_int_equal(nrma_cq_open(dom, NULL, &cq, NULL), -FI_EINVAL);
 	assert_null(cq);
+}
+
+/* Hints nrma ignores: an affinity, a wait set with no FI_WAIT_SET. */
+static void test_cq_open_hints(void **state)
+{
+	struct fi_cq_attr attr = {
+		.format = FI_CQ_FORMAT_CONTEXT,
+		.wait_obj = FI_WAIT_FD,
+		.flags = FI_AFFINITY,
+		.signaling_vector = 1,
+	};
+	struct fid_cq *cq = NULL;
+
+	attr.wait_set = (struct fid_wait *) &attr;
+	assert_int_equal(nrma_cq_open(fake_domain(state), &attr, &cq, NULL), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
 }
 
 static void test_cq_size(void **state)
@@ -415,6 +443,232 @@ static void test_cq_sread_wakes_on_completion(void **state)
 	assert_int_equal(fi_close(&cq->fid), 0);
 }
 
+static long cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Fewer entries than the threshold (cond is its value, as in libfabric's
+ * own CQs): the sread sleeps, without spinning, until its timeout.
+ */
+static void test_cq_sread_threshold_timeout(void **state)
+{
+	struct fid_cq *cq = open_threshold_cq(state);
+	struct fi_cq_entry buf[4];
+	struct timespec start;
+	long cpu, ms;
+	int ctx;
+
+	cq_inject(cq, &ctx, FI_RECV, 0, 0, 0);
+	cq_inject(cq, &ctx, FI_RECV, 0, 0, 0);
+	alarm(WATCHDOG_S);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	cpu = cpu_ms();
+	assert_int_equal(fi_cq_sread(cq, buf, 4, (void *) 3, 500), -FI_EAGAIN);
+	cpu = cpu_ms() - cpu;
+	ms = elapsed_ms(&start);
+	alarm(0);
+	assert_true(ms >= 490);
+	assert_true(ms < 1500);
+	assert_true(cpu < ms / 2);
+	/* What it left is still there, and the fd says so. */
+	assert_int_equal(nrma_cq_trywait(nrma_cq_of(cq)), -FI_EAGAIN);
+	assert_int_equal(fi_cq_read(cq, buf, 4), 2);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
+static void test_cq_sread_threshold_met(void **state)
+{
+	struct fid_cq *cq = open_threshold_cq(state);
+	struct fi_cq_entry buf[4];
+	struct delayed d;
+	struct timespec start;
+	ssize_t ret;
+	int ctx;
+
+	/* The third entry, late, ends the wait. */
+	cq_inject(cq, &ctx, FI_RECV, 0, 0, 0);
+	cq_inject(cq, &ctx, FI_RECV, 0, 0, 0);
+	alarm(WATCHDOG_S);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	delayed_start(&d, 100, cq_inject_fn, cq);
+	ret = fi_cq_sread(cq, buf, 4, (void *) 3, 10000);
+	delayed_join(&d);
+	alarm(0);
+	assert_int_equal(ret, 3);
+	assert_true(elapsed_ms(&start) >= 90);
+	assert_true(elapsed_ms(&start) < 5000);
+
+	/* No more than count is waited for. */
+	cq_inject(cq, &ctx, FI_RECV, 0, 0, 0);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	assert_int_equal(fi_cq_sread(cq, buf, 1, (void *) 3, 5000), 1);
+	assert_true(elapsed_ms(&start) < 1000);
+
+	/* A threshold does not outlive its call. */
+	cq_inject(cq, &ctx, FI_RECV, 0, 0, 0);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	assert_int_equal(fi_cq_sread(cq, buf, 4, NULL, 5000), 1);
+	assert_true(elapsed_ms(&start) < 1000);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
+/* Poll sets report a CQ that is not empty, whatever its threshold. */
+static void test_cq_poll_threshold(void **state)
+{
+	struct fid_cq *cq = open_threshold_cq(state);
+	struct fi_cq_entry buf[4];
+	struct fid_poll *poll;
+	void *ctx[2];
+	int c;
+
+	cq->fid.context = &c;
+	assert_int_equal(nrma_poll_open(fake_domain(state), NULL, &poll), 0);
+	assert_int_equal(fi_poll_add(poll, &cq->fid, 0), 0);
+	assert_int_equal(fi_poll(poll, ctx, 2), 0);
+	cq_inject(cq, &c, FI_RECV, 0, 0, 0);
+	assert_int_equal(fi_cq_sread(cq, buf, 4, (void *) 3, 0), -FI_EAGAIN);
+	assert_int_equal(fi_poll(poll, ctx, 2), 1);
+	assert_ptr_equal(ctx[0], &c);
+	assert_int_equal(fi_close(&poll->fid), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
+struct sreader {
+	pthread_t thread;
+	struct fid_cq *cq;
+	ssize_t ret;
+};
+
+static void *sreader_fn(void *arg)
+{
+	struct sreader *r = arg;
+	struct fi_cq_entry buf[1];
+
+	r->ret = fi_cq_sread(r->cq, buf, 1, NULL, 10000);
+	return NULL;
+}
+
+/* Threads in an sread, at that time */
+static size_t cq_sreaders(struct fid_cq *cq_fid)
+{
+	struct nrma_cq *cq = nrma_cq_of(cq_fid);
+	size_t n;
+
+	pthread_mutex_lock(&cq->lock);
+	n = cq->sreaders;
+	pthread_mutex_unlock(&cq->lock);
+	return n;
+}
+
+/* fi_cq_signal wakes every thread in an sread, and only those. */
+static void test_cq_signal_wakes_all(void **state)
+{
+	struct fid_cq *cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_FD, 8);
+	struct sreader r[2] = { { .cq = cq }, { .cq = cq } };
+	struct fi_cq_entry buf[1];
+	struct timespec start;
+	long cpu;
+
+	alarm(WATCHDOG_S);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(
+			pthread_create(&r[i].thread, NULL, sreader_fn, &r[i]),
+			0);
+	while (cq_sreaders(cq) < 2)
+		usleep(1000);
+	usleep(50000);
+	assert_int_equal(fi_cq_signal(cq), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(r[i].thread, NULL);
+		assert_int_equal(r[i].ret, -FI_EAGAIN);
+	}
+	assert_true(elapsed_ms(&start) < 5000);
+
+	/* The signal is spent: the next sread sleeps out its timeout. */
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	cpu = cpu_ms();
+	assert_int_equal(fi_cq_sread(cq, buf, 1, NULL, 200), -FI_EAGAIN);
+	assert_true(elapsed_ms(&start) >= 190);
+	assert_true(cpu_ms() - cpu < 100);
+	alarm(0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
+/*
+ * An application built for API 1.17 has the 1.17 entry: nothing past it
+ * is written.  nrma's errors carry no error data; the application's
+ * err_data buffer stays its own.  The calls go to the op, not through
+ * fi_cq_readerr: under libfabric 2.x headers that sets src_addr itself.
+ */
+static void test_cq_readerr_versions(void **state)
+{
+	struct fake_env *env = *state;
+	size_t v1_17 = sizeof(struct fi_cq_err_entry);
+	struct fid_cq *cq;
+	char mine[8];
+	union {
+		struct fi_cq_err_entry e;
+		unsigned char b[sizeof(struct fi_cq_err_entry) + 16];
+	} u;
+	int ctx;
+
+#if NRMA_FI_VERSION >= FI_VERSION(1, 20)
+	v1_17 = offsetof(struct fi_cq_err_entry, src_addr);
+#endif
+	env->fabric->api_version = FI_VERSION(1, 17);
+	cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 8);
+	cq_inject_err(cq, &ctx, FI_EIO, 0);
+	memset(&u, 0x5a, sizeof(u));
+	u.e.err_data = mine;
+	u.e.err_data_size = sizeof(mine);
+	assert_int_equal(cq->ops->readerr(cq, &u.e, 0), 1);
+	assert_ptr_equal(u.e.op_context, &ctx);
+	assert_int_equal(u.e.err, FI_EIO);
+	assert_ptr_equal(u.e.err_data, mine);
+	assert_int_equal(u.e.err_data_size, 0);
+	for (size_t i = v1_17; i < sizeof(u); i++)
+		assert_int_equal(u.b[i], 0x5a);
+
+	cq_inject_err(cq, &ctx, FI_EIO, 0);
+	u.e.err_data_size = 0;
+	assert_int_equal(cq->ops->readerr(cq, &u.e, 0), 1);
+	assert_null(u.e.err_data);
+	assert_int_equal(fi_close(&cq->fid), 0);
+
+#if NRMA_FI_VERSION >= FI_VERSION(1, 20)
+	env->fabric->api_version = NRMA_FI_VERSION;
+	cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 8);
+	cq_inject_err(cq, &ctx, FI_EIO, 0);
+	memset(&u, 0x5a, sizeof(u));
+	assert_int_equal(cq->ops->readerr(cq, &u.e, 0), 1);
+	assert_int_equal(u.e.src_addr, FI_ADDR_NOTAVAIL);
+	for (size_t i = sizeof(u.e); i < sizeof(u); i++)
+		assert_int_equal(u.b[i], 0x5a);
+	assert_int_equal(fi_close(&cq->fid), 0);
+#endif
+}
+
+/* prov_errno 0 is no device status: the provider failed the operation. */
+static void test_cq_strerror(void **state)
+{
+	struct fid_cq *cq =
+		open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 8);
+	char buf[64];
+
+	assert_string_equal(fi_cq_strerror(cq, 0, NULL, buf, sizeof(buf)),
+			    "no device error (see err)");
+	assert_string_equal(buf, "no device error (see err)");
+	assert_string_equal(fi_cq_strerror(cq, 10, NULL, NULL, 0),
+			    "remote access error");
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
 static void test_cq_sread_wait_none(void **state)
 {
 	struct fid_cq *cq =
@@ -505,6 +759,7 @@ int main(void)
 		T(test_cq_open_formats_waits),
 		T(test_cq_in_poll_set),
 		T(test_cq_open_errors),
+		T(test_cq_open_hints),
 		T(test_cq_size),
 		T(test_cq_read_empty),
 		T(test_cq_read_injected),
@@ -516,6 +771,12 @@ int main(void)
 		T(test_cq_sread_timeout),
 		T(test_cq_signal_wakes_sread),
 		T(test_cq_sread_wakes_on_completion),
+		T(test_cq_sread_threshold_timeout),
+		T(test_cq_sread_threshold_met),
+		T(test_cq_poll_threshold),
+		T(test_cq_signal_wakes_all),
+		T(test_cq_readerr_versions),
+		T(test_cq_strerror),
 		T(test_cq_sread_wait_none),
 		T(test_cq_trywait),
 		T(test_cq_close_busy),

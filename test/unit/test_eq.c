@@ -50,6 +50,13 @@ static void test_eq_open(void **state)
 	attr.flags = FI_READ;
 	assert_int_equal(nrma_eq_open(fake_fabric(state), &attr, &eq, NULL),
 			 -FI_EINVAL);
+	/* Hints nrma ignores: an affinity, a wait set with no FI_WAIT_SET. */
+	attr.flags = FI_AFFINITY;
+	attr.signaling_vector = 1;
+	attr.wait_set = (struct fid_wait *) &attr;
+	assert_int_equal(nrma_eq_open(fake_fabric(state), &attr, &eq, NULL), 0);
+	assert_int_equal(fi_close(&eq->fid), 0);
+	eq = NULL;
 	attr.flags = 0;
 	attr.wait_obj = FI_WAIT_SET;
 	assert_int_equal(nrma_eq_open(fake_fabric(state), &attr, &eq, NULL),
@@ -377,6 +384,10 @@ static void test_eq_fd(void **state)
 	assert_int_equal(fi_close(&eq->fid), 0);
 }
 
+/*
+ * prov_errno is a device event's ibv_event_type (0 is IBV_EVENT_CQ_ERR),
+ * else the negative error (a connection's, an address's).
+ */
 static void test_eq_strerror(void **state)
 {
 	struct fid_eq *eq = open_eq(state, FI_WAIT_NONE, 0, 0);
@@ -386,15 +397,19 @@ static void test_eq_strerror(void **state)
 	assert_non_null(want);
 	assert_true(strlen(want) > 3);
 	assert_string_equal(
-		fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, buf, sizeof(buf)), want);
+		fi_eq_strerror(eq, -FI_ETIMEDOUT, NULL, buf, sizeof(buf)),
+		want);
 	assert_string_equal(buf, want);
 	assert_string_equal(
-		fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, tiny, sizeof(tiny)),
+		fi_eq_strerror(eq, -FI_ETIMEDOUT, NULL, tiny, sizeof(tiny)),
 		want);
 	assert_int_equal(strlen(tiny), 3);
 	assert_memory_equal(tiny, want, 3);
-	assert_string_equal(fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, NULL, 0),
+	assert_string_equal(fi_eq_strerror(eq, -FI_ETIMEDOUT, NULL, NULL, 0),
 			    want);
+	assert_string_equal(fi_eq_strerror(eq, 0, NULL, NULL, 0), "CQ error");
+	assert_string_equal(fi_eq_strerror(eq, 8, NULL, NULL, 0),
+			    "local catastrophic error");
 	assert_int_equal(fi_close(&eq->fid), 0);
 }
 
@@ -404,6 +419,7 @@ static void test_eq_readerr_v1_4(void **state)
 	struct fake_env *env = *state;
 	struct fid_eq *eq;
 	struct fi_eq_err_entry in = { .err = FI_EIO, .err_data_size = 9 }, out;
+	char data[] = "refused!";
 
 	env->fabric->api_version = FI_VERSION(1, 4);
 	eq = open_eq(state, FI_WAIT_NONE, 0, 0);
@@ -412,6 +428,16 @@ static void test_eq_readerr_v1_4(void **state)
 	assert_int_equal(fi_eq_readerr(eq, &out, 0),
 			 offsetof(struct fi_eq_err_entry, err_data_size));
 	assert_int_equal(out.err, FI_EIO);
+	assert_null(out.err_data);
+	assert_int_equal(out.err_data_size, 0x5a5a5a5a5a5a5a5aULL);
+	/* The data is in the EQ's buffer: such callers have none to give. */
+	assert_int_equal(
+		nrma_eq_report_err(nrma_eq_of(eq), &in, data, sizeof(data)), 0);
+	memset(&out, 0x5a, sizeof(out));
+	assert_int_equal(fi_eq_readerr(eq, &out, 0),
+			 offsetof(struct fi_eq_err_entry, err_data_size));
+	assert_ptr_equal(out.err_data, nrma_eq_of(eq)->err_data);
+	assert_memory_equal(out.err_data, data, sizeof(data));
 	assert_int_equal(out.err_data_size, 0x5a5a5a5a5a5a5a5aULL);
 	assert_int_equal(fi_close(&eq->fid), 0);
 }
