@@ -35,10 +35,9 @@ int nrma_addr_give(const struct sockaddr_in *sin, void *addr, size_t *addrlen)
 	size_t room = *addrlen;
 
 	*addrlen = sizeof(*sin);
-	if (room < sizeof(*sin))
-		return -FI_ETOOSMALL;
-	memcpy(addr, sin, sizeof(*sin));
-	return 0;
+	if (addr)
+		memcpy(addr, sin, room < sizeof(*sin) ? room : sizeof(*sin));
+	return room < sizeof(*sin) ? -FI_ETOOSMALL : 0;
 }
 
 int nrma_addr_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b)

@@ -20,8 +20,9 @@ bool nrma_addr_valid(const void *addr, size_t len);
 /* "fi_sockaddr_in://a.b.c.d:port"; returns its size with the NUL. */
 int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
 /*
- * fi_getname and fi_getpeer: sin into addr if *addrlen has room for it,
- * else -FI_ETOOSMALL; *addrlen becomes its size either way.
+ * fi_getname, fi_getpeer and fi_av_lookup: sin into addr (when not NULL),
+ * truncated to *addrlen bytes with -FI_ETOOSMALL if it has less room;
+ * *addrlen becomes its size either way.
  */
 int nrma_addr_give(const struct sockaddr_in *sin, void *addr, size_t *addrlen);
 /* Orders names by address, then port, as numbers. */

@@ -157,17 +157,12 @@ static int nrma_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
 {
 	struct nrma_av *av = nrma_av_of(av_fid);
 	struct sockaddr_in sin;
-	size_t room;
 
 	if (!addrlen)
 		return -FI_EINVAL;
 	if (nrma_addr_table_get(&av->table, fi_addr, &sin))
 		return -FI_ENOENT;
-	room = *addrlen;
-	*addrlen = sizeof(sin);
-	if (addr)
-		memcpy(addr, &sin, room < sizeof(sin) ? room : sizeof(sin));
-	return room < sizeof(sin) ? -FI_ETOOSMALL : 0;
+	return nrma_addr_give(&sin, addr, addrlen);
 }
 
 static const char *nrma_av_straddr(struct fid_av *av_fid, const void *addr,

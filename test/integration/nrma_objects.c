@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fabric, domain, EQ, CQ, counter and AV objects: opening, wait objects,
- * and the rule that nothing closes while something depends on it.
+ * and the rule that nothing closes while something depends on it, and
+ * what a short buffer gets from fi_getname.
  */
 #include <poll.h>
 
@@ -178,6 +179,24 @@ static void check_av_event(void)
 	CHECK_OK(fi_close(&eq->fid));
 }
 
+/* fi_cm(3): a name too large for the buffer is truncated. */
+static void check_getname_short(struct fid_ep *ep)
+{
+	struct sockaddr_in name;
+	unsigned char buf[sizeof(name) + 1];
+	size_t len = sizeof(name);
+
+	CHECK_OK(fi_getname(&ep->fid, &name, &len));
+	memset(buf, 0xa5, sizeof(buf));
+	len = 6;
+	CHECK_RET(fi_getname(&ep->fid, buf, &len), -FI_ETOOSMALL);
+	CHECK(len == sizeof(name));
+	CHECK(!memcmp(buf, &name, 6) && buf[6] == 0xa5);
+	len = 0;
+	CHECK_RET(fi_getname(&ep->fid, NULL, &len), -FI_ETOOSMALL);
+	CHECK(len == sizeof(name));
+}
+
 static void check_mr_ep(void)
 {
 	static char buf[64];
@@ -190,6 +209,7 @@ static void check_mr_ep(void)
 	CHECK_OK(fi_close(&mr->fid));
 
 	CHECK_OK(fi_endpoint(domain, info, &ep, NULL));
+	check_getname_short(ep);
 	CHECK_RET(fi_close(&domain->fid), -FI_EBUSY);
 	CHECK_OK(fi_close(&ep->fid));
 }

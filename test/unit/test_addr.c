@@ -65,6 +65,30 @@ static void test_table(void **state)
 	nrma_addr_table_fini(&t);
 }
 
+/* fi_getname(3) and fi_av_lookup(3) truncate what does not fit. */
+static void test_addr_give(void **state)
+{
+	struct sockaddr_in sin = make_sin("10.0.0.1", 80);
+	unsigned char buf[sizeof(sin) + 4];
+	size_t len;
+
+	(void) state;
+	memset(buf, 0xa5, sizeof(buf));
+	len = 6;
+	assert_int_equal(nrma_addr_give(&sin, buf, &len), -FI_ETOOSMALL);
+	assert_int_equal(len, sizeof(sin));
+	assert_memory_equal(buf, &sin, 6);
+	assert_int_equal(buf[6], 0xa5);
+	len = 0;
+	assert_int_equal(nrma_addr_give(&sin, NULL, &len), -FI_ETOOSMALL);
+	assert_int_equal(len, sizeof(sin));
+	len = sizeof(buf);
+	assert_int_equal(nrma_addr_give(&sin, buf, &len), 0);
+	assert_int_equal(len, sizeof(sin));
+	assert_memory_equal(buf, &sin, sizeof(sin));
+	assert_int_equal(buf[sizeof(sin)], 0xa5);
+}
+
 static void test_table_grows(void **state)
 {
 	struct nrma_addr_table t;
@@ -89,6 +113,7 @@ int main(void)
 		cmocka_unit_test(test_addr_str_and_cmp),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_table_grows),
+		cmocka_unit_test(test_addr_give),
 	};
 
 	return cmocka_run_group_tests_name("nrma_addr", tests, NULL, NULL);
