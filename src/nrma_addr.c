@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,30 @@ int nrma_addr_give(const struct sockaddr_in *sin, void *addr, size_t *addrlen)
 	if (addr)
 		memcpy(addr, sin, room < sizeof(*sin) ? room : sizeof(*sin));
 	return room < sizeof(*sin) ? -FI_ETOOSMALL : 0;
+}
+
+/*
+ * fi_av_insertsym(3): the i-th node after a name with a numeric suffix
+ * ("host09", 1: "host10"), at least as wide as that suffix, as libfabric's
+ * util AV writes it.
+ */
+int nrma_addr_sym_name(const char *node, size_t i, char *buf, size_t len)
+{
+	size_t prefix = strlen(node), width;
+	unsigned long long base;
+	int n;
+
+	while (prefix && isdigit((unsigned char) node[prefix - 1]))
+		prefix--;
+	width = strlen(node) - prefix;
+	if (!width || width > 19)
+		return -FI_EINVAL;
+	base = strtoull(node + prefix, NULL, 10);
+	if (i > ULLONG_MAX - base)
+		return -FI_EINVAL;
+	n = snprintf(buf, len, "%.*s%0*llu", (int) prefix, node, (int) width,
+		     base + i);
+	return n < 0 || (size_t) n >= len ? -FI_EINVAL : 0;
 }
 
 int nrma_addr_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b)

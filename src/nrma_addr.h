@@ -25,6 +25,11 @@ int nrma_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
  * *addrlen becomes its size either way.
  */
 int nrma_addr_give(const struct sockaddr_in *sin, void *addr, size_t *addrlen);
+/*
+ * The i-th name of fi_av_insertsym's range from node, which must end in
+ * digits: "host09", 1 gives "host10"; -FI_EINVAL if it does not fit len.
+ */
+int nrma_addr_sym_name(const char *node, size_t i, char *buf, size_t len);
 /* Orders names by address, then port, as numbers. */
 int nrma_addr_cmp(const struct sockaddr_in *a, const struct sockaddr_in *b);
 

@@ -89,6 +89,39 @@ static void test_addr_give(void **state)
 	assert_int_equal(buf[sizeof(sin)], 0xa5);
 }
 
+static void assert_sym_name(const char *node, size_t i, const char *want)
+{
+	char buf[32];
+
+	assert_int_equal(nrma_addr_sym_name(node, i, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, want);
+}
+
+/* fi_av_insertsym's host names: the suffix counts, its width stays. */
+static void test_sym_name(void **state)
+{
+	char small[6];
+
+	(void) state;
+	assert_sym_name("host10", 0, "host10");
+	assert_sym_name("host10", 1, "host11");
+	assert_sym_name("host09", 1, "host10");
+	assert_sym_name("n001", 998, "n999");
+	assert_sym_name("n001", 999, "n1000");
+	assert_sym_name("node9", 1, "node10");
+	assert_sym_name("rack2-7", 3, "rack2-10");
+	assert_sym_name("42", 1, "43");
+	assert_int_equal(nrma_addr_sym_name("host", 1, small, sizeof(small)),
+			 -FI_EINVAL);
+	assert_int_equal(nrma_addr_sym_name("", 0, small, sizeof(small)),
+			 -FI_EINVAL);
+	assert_int_equal(nrma_addr_sym_name("host9", 1, small, sizeof(small)),
+			 -FI_EINVAL);
+	assert_int_equal(nrma_addr_sym_name("host8", 1, small, sizeof(small)),
+			 0);
+	assert_string_equal(small, "host9");
+}
+
 static void test_table_grows(void **state)
 {
 	struct nrma_addr_table t;
@@ -114,6 +147,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_table_grows),
 		cmocka_unit_test(test_addr_give),
+		cmocka_unit_test(test_sym_name),
 	};
 
 	return cmocka_run_group_tests_name("nrma_addr", tests, NULL, NULL);
