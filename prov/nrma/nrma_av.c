@@ -3,7 +3,8 @@
  * Address vectors.  An endpoint's name is the IPv4 socket address its
  * rdmacm listener is bound to.  FI_AV_TABLE and FI_AV_MAP share one
  * layout, an address table (src/nrma_addr.c): fi_addr_t is the index of
- * the entry, and indices are never reused.
+ * the entry, and a removed entry's index goes to the next address
+ * inserted (fi_av(3) asks FI_AV_MAP to behave as FI_AV_TABLE).
  */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -57,7 +58,7 @@ static int av_insert_sockaddrs(struct nrma_av *av,
 	if (av->eq == NULL && (av->flags & FI_EVENT))
 		return -FI_ENOEQ;
 	for (size_t i = 0; i < count; i++) {
-		int64_t ret = nrma_addr_table_append(&av->table, &addrs[i]);
+		int64_t ret = nrma_addr_table_insert(&av->table, &addrs[i]);
 
 		av_note_result(av, i, ret, fi_addr, flags, context);
 		inserted += ret >= 0;

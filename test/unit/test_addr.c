@@ -47,21 +47,53 @@ static void test_table(void **state)
 
 	(void) state;
 	nrma_addr_table_init(&t);
-	assert_int_equal(nrma_addr_table_append(&t, &a), 0);
-	assert_int_equal(nrma_addr_table_append(&t, &bad), -FI_EINVAL);
-	assert_int_equal(nrma_addr_table_append(&t, &b), 1);
-	assert_int_equal(nrma_addr_table_append(&t, &a), 2);
+	assert_int_equal(nrma_addr_table_insert(&t, &a), 0);
+	assert_int_equal(nrma_addr_table_insert(&t, &bad), -FI_EINVAL);
+	assert_int_equal(nrma_addr_table_insert(&t, &b), 1);
+	assert_int_equal(nrma_addr_table_insert(&t, &a), 2);
 	assert_int_equal(nrma_addr_table_get(&t, 1, &out), 0);
 	assert_int_equal(nrma_addr_cmp(&out, &b), 0);
 	assert_int_equal(nrma_addr_table_get(&t, 3, &out), -FI_EINVAL);
 	assert_int_equal(nrma_addr_table_find(&t, &a), 0);
-	/* removed entries name nothing, and their index is not reused */
+	assert_true(nrma_addr_table_names(&t, 1, &b));
+	assert_false(nrma_addr_table_names(&t, 1, &a));
+	assert_false(nrma_addr_table_names(&t, FI_ADDR_NOTAVAIL, &a));
+	/* removed entries name nothing */
 	assert_int_equal(nrma_addr_table_remove(&t, 0), 0);
 	assert_int_equal(nrma_addr_table_remove(&t, 0), -FI_EINVAL);
 	assert_int_equal(nrma_addr_table_get(&t, 0, &out), -FI_EINVAL);
+	assert_false(nrma_addr_table_names(&t, 0, &a));
 	assert_int_equal(nrma_addr_table_find(&t, &a), 2);
-	assert_int_equal(nrma_addr_table_append(&t, &a), 3);
 	assert_int_equal(nrma_addr_table_find(&t, &bad), FI_ADDR_NOTAVAIL);
+	nrma_addr_table_fini(&t);
+}
+
+/* fi_av(3): an address goes to the lowest unused index. */
+static void test_table_reuse(void **state)
+{
+	struct nrma_addr_table t;
+	struct sockaddr_in sin[5], c = make_sin("10.0.1.1", 9), out;
+
+	(void) state;
+	nrma_addr_table_init(&t);
+	for (int i = 0; i < 5; i++) {
+		sin[i] = make_sin("10.0.0.1", (uint16_t) (1 + i));
+		assert_int_equal(nrma_addr_table_insert(&t, &sin[i]), i);
+	}
+	assert_int_equal(nrma_addr_table_remove(&t, 3), 0);
+	assert_int_equal(nrma_addr_table_remove(&t, 1), 0);
+	assert_int_equal(nrma_addr_table_insert(&t, &c), 1);
+	assert_true(nrma_addr_table_names(&t, 1, &c));
+	assert_int_equal(nrma_addr_table_insert(&t, &c), 3);
+	assert_int_equal(nrma_addr_table_insert(&t, &c), 5);
+	/* A removal below the last reuse is found again. */
+	assert_int_equal(nrma_addr_table_remove(&t, 0), 0);
+	assert_int_equal(nrma_addr_table_remove(&t, 4), 0);
+	assert_int_equal(nrma_addr_table_insert(&t, &sin[4]), 0);
+	assert_int_equal(nrma_addr_table_insert(&t, &sin[0]), 4);
+	assert_int_equal(nrma_addr_table_get(&t, 4, &out), 0);
+	assert_int_equal(nrma_addr_cmp(&out, &sin[0]), 0);
+	assert_int_equal(nrma_addr_table_insert(&t, &sin[0]), 6);
 	nrma_addr_table_fini(&t);
 }
 
@@ -132,7 +164,7 @@ static void test_table_grows(void **state)
 	for (int i = 0; i < 1000; i++) {
 		struct sockaddr_in sin = make_sin("10.0.0.1", 1 + i);
 
-		assert_int_equal(nrma_addr_table_append(&t, &sin), i);
+		assert_int_equal(nrma_addr_table_insert(&t, &sin), i);
 	}
 	assert_int_equal(nrma_addr_table_get(&t, 999, &out), 0);
 	assert_int_equal(ntohs(out.sin_port), 1000);
@@ -146,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_addr_str_and_cmp),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_table_grows),
+		cmocka_unit_test(test_table_reuse),
 		cmocka_unit_test(test_addr_give),
 		cmocka_unit_test(test_sym_name),
 	};
