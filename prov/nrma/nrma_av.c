@@ -3,7 +3,8 @@
  * Address vectors.  An endpoint's name is the IPv4 socket address its
  * rdmacm listener is bound to.  FI_AV_TABLE and FI_AV_MAP share one
  * layout, an address table (src/nrma_addr.c): fi_addr_t is the index of
- * the entry, and indices are never reused.
+ * the entry, and a removed entry's index goes to the next address
+ * inserted (fi_av(3) asks FI_AV_MAP to behave as FI_AV_TABLE).
  */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -58,7 +59,7 @@ static int av_insert_sockaddrs(struct nrma_av *av,
 	if (av->eq == NULL && (av->flags & FI_EVENT))
 		return -FI_ENOEQ;
 	for (size_t i = 0; i < count; i++) {
-		int64_t ret = nrma_addr_table_append(&av->table, &addrs[i]);
+		int64_t ret = nrma_addr_table_insert(&av->table, &addrs[i]);
 
 		av_note_result(av, i, ret, fi_addr, flags, context);
 		inserted += ret >= 0;
@@ -106,33 +107,72 @@ static int nrma_av_insertsvc(struct fid_av *av_fid, const char *node,
 				   context);
 }
 
-/* nodecnt consecutive IPv4 addresses times svccnt consecutive ports. */
+/*
+ * The i-th of nodecnt nodes from node, resolved with service.  A numeric
+ * IPv4 node counts up in addresses; a host name counts up in its numeric
+ * suffix, which it must have for more than one node (fi_av(3)), and each
+ * name is resolved on its own.  One that does not resolve is left zeroed:
+ * the table refuses its entries one by one, as fi_av(3) reports failures.
+ */
+static int av_sym_node(const char *node, size_t nodecnt, size_t i,
+		       const char *service, struct sockaddr_in *sin)
+{
+	char name[NI_MAXHOST];
+	struct in_addr ip;
+	int ret;
+
+	memset(sin, 0, sizeof(*sin));
+	if (inet_pton(AF_INET, node, &ip) == 1) {
+		if (!resolve_node(node, service, sin))
+			sin->sin_addr.s_addr =
+				htonl(ntohl(ip.s_addr) + (uint32_t) i);
+		return 0;
+	}
+	if (nodecnt > 1) {
+		ret = nrma_addr_sym_name(node, i, name, sizeof(name));
+		if (ret)
+			return ret;
+		node = name;
+	}
+	resolve_node(node, service, sin);
+	return 0;
+}
+
+/* The j-th port from the node's; zeroed past the last port. */
+static void av_sym_port(struct sockaddr_in *sin, const struct sockaddr_in *node,
+			size_t j)
+{
+	size_t port = ntohs(node->sin_port) + j;
+
+	if (node->sin_family != AF_INET || port > UINT16_MAX)
+		return;
+	*sin = *node;
+	sin->sin_port = htons((uint16_t) port);
+}
+
+/* fi_av_insertsym(3): nodecnt nodes times svccnt ports, node by node. */
 static int nrma_av_insertsym(struct fid_av *av_fid, const char *node,
 			     size_t nodecnt, const char *service, size_t svccnt,
 			     fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	struct sockaddr_in base, *addrs;
+	struct sockaddr_in node_sin, *addrs;
 	size_t n = 0;
-	int ret;
+	int ret = 0;
 
-	ret = resolve_node(node, service, &base);
-	if (ret)
-		return ret;
-	if (!nodecnt || !svccnt || nodecnt > SIZE_MAX / svccnt)
+	if (!node || !service || !nodecnt || !svccnt ||
+	    nodecnt > SIZE_MAX / svccnt)
 		return -FI_EINVAL;
 	addrs = calloc(nodecnt * svccnt, sizeof(*addrs));
 	if (!addrs)
 		return -FI_ENOMEM;
-	for (size_t i = 0; i < nodecnt; i++) {
-		for (size_t j = 0; j < svccnt; j++, n++) {
-			addrs[n] = base;
-			addrs[n].sin_addr.s_addr =
-				htonl(ntohl(base.sin_addr.s_addr) + i);
-			addrs[n].sin_port = htons(ntohs(base.sin_port) + j);
-		}
+	for (size_t i = 0; i < nodecnt && !ret; i++) {
+		ret = av_sym_node(node, nodecnt, i, service, &node_sin);
+		for (size_t j = 0; j < svccnt; j++, n++)
+			av_sym_port(&addrs[n], &node_sin, j);
 	}
-	ret = av_insert_sockaddrs(nrma_av_of(av_fid), addrs, n, fi_addr, flags,
-				  context);
+	if (!ret)
+		ret = av_insert_sockaddrs(nrma_av_of(av_fid), addrs, n, fi_addr,
+					  flags, context);
 	free(addrs);
 	return ret;
 }
@@ -158,17 +198,12 @@ static int nrma_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
 {
 	struct nrma_av *av = nrma_av_of(av_fid);
 	struct sockaddr_in sin;
-	size_t room;
 
 	if (!addrlen)
 		return -FI_EINVAL;
 	if (nrma_addr_table_get(&av->table, fi_addr, &sin))
 		return -FI_ENOENT;
-	room = *addrlen;
-	*addrlen = sizeof(sin);
-	if (addr)
-		memcpy(addr, &sin, room < sizeof(sin) ? room : sizeof(sin));
-	return room < sizeof(sin) ? -FI_ETOOSMALL : 0;
+	return nrma_addr_give(&sin, addr, addrlen);
 }
 
 static const char *nrma_av_straddr(struct fid_av *av_fid, const void *addr,

@@ -480,6 +480,10 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 
 	if (cm->disabled)
 		return cm->disabled;
+	if (conn && nrma_addr_cmp(&conn->peer, peer)) {
+		nrma_conn_forget_addr(cm, conn, fi_addr);
+		conn = NULL;
+	}
 	if (conn && conn->state == NRMA_CONN_CONNECTED) {
 		*connp = conn;
 		return 0;
@@ -505,6 +509,16 @@ void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
 {
 	if (!conn->loopback && !nrma_conn_table_by_addr(&cm->table, fi_addr))
 		nrma_conn_table_map(&cm->table, conn, fi_addr);
+}
+
+void nrma_conn_forget_addr(struct nrma_cm *cm, struct nrma_conn *conn,
+			   fi_addr_t fi_addr)
+{
+	nrma_conn_table_unmap_addr(&cm->table, conn, fi_addr);
+	/* As in nrma_conn_fail: only an fi_addr_t leads back to it. */
+	if (conn->state == NRMA_CONN_FAILED &&
+	    nrma_conn_table_by_addr(&cm->table, conn->fi_addr) != conn)
+		conn_retire(conn);
 }
 
 void *nrma_conn_owner(const struct nrma_conn *conn)

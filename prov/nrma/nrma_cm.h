@@ -123,6 +123,9 @@ void nrma_conn_table_add(struct nrma_conn_table *table, struct nrma_conn *conn);
 /* Forgets conn's fi_addr_t and queue pair; it stays on the list. */
 void nrma_conn_table_unmap(struct nrma_conn_table *table,
 			   struct nrma_conn *conn);
+/* fi_addr leads to conn no more, nor is it conn's fi_addr_t. */
+void nrma_conn_table_unmap_addr(struct nrma_conn_table *table,
+				struct nrma_conn *conn, fi_addr_t fi_addr);
 int nrma_conn_table_map(struct nrma_conn_table *table, struct nrma_conn *conn,
 			fi_addr_t fi_addr);
 int nrma_conn_table_map_qp(struct nrma_conn_table *table,
@@ -218,12 +221,21 @@ void nrma_cm_reap(struct nrma_cm *cm);
 /*
  * The connection to fi_addr (whose name is peer), if it is up.  Otherwise
  * starts or waits for it and returns -FI_EAGAIN, or says why it cannot.
+ * A connection to another peer that fi_addr led to (the AV removed it and
+ * gave its index to peer) is forgotten there first.
  */
 int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 		  const struct sockaddr_in *peer, struct nrma_conn **conn);
 /* Records the fi_addr_t of a peer that connected to us, if still free. */
 void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
 			  fi_addr_t fi_addr);
+/*
+ * The AV names conn's peer by fi_addr no more (fi_av_remove): it leads
+ * nowhere now.  A failed connection is then done; a live one stays, for
+ * what its peer sends and for the fi_addr_t the AV may give it again.
+ */
+void nrma_conn_forget_addr(struct nrma_cm *cm, struct nrma_conn *conn,
+			   fi_addr_t fi_addr);
 struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num);
 /*
  * FI_EP_MSG (fi_cm(3)): an endpoint's one connection, under fi_addr_t

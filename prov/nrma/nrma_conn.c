@@ -44,6 +44,15 @@ void nrma_conn_table_unmap(struct nrma_conn_table *table,
 		nrma_hash_remove(&table->by_qp, conn->qp_num);
 }
 
+void nrma_conn_table_unmap_addr(struct nrma_conn_table *table,
+				struct nrma_conn *conn, fi_addr_t fi_addr)
+{
+	if (nrma_conn_table_by_addr(table, fi_addr) == conn)
+		table->peers[fi_addr] = NULL;
+	if (conn->fi_addr == fi_addr)
+		conn->fi_addr = FI_ADDR_NOTAVAIL;
+}
+
 static int conn_table_reserve(struct nrma_conn_table *table, fi_addr_t fi_addr)
 {
 	size_t n = table->npeers ? table->npeers : NRMA_CONN_MIN_PEERS;

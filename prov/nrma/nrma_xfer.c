@@ -227,16 +227,26 @@ uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags,
 		       0;
 }
 
-/* Peers that connected to us are looked up late, once per connection. */
+/*
+ * A connection's peer in ep's AV.  The fi_addr_t a connection holds counts
+ * only while the AV still names its peer by it: fi_av_remove invalidates
+ * it and a later insert may give it to another peer (fi_av(3)).  Peers
+ * that connected to us, or lost theirs, are looked up again.
+ */
 fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn)
 {
+	struct nrma_addr_table *table;
 	fi_addr_t fi_addr;
 
-	if (conn->fi_addr != FI_ADDR_NOTAVAIL || !ep->av)
+	if (!ep->av)
 		return conn->fi_addr;
-	fi_addr = nrma_addr_table_find(&ep->av->table, &conn->peer);
+	table = &ep->av->table;
+	if (nrma_addr_table_names(table, conn->fi_addr, &conn->peer))
+		return conn->fi_addr;
+	nrma_conn_forget_addr(conn->cm, conn, conn->fi_addr);
+	fi_addr = nrma_addr_table_find(table, &conn->peer);
 	if (fi_addr != FI_ADDR_NOTAVAIL)
-		nrma_conn_learn_addr(ep->cm, conn, fi_addr);
+		nrma_conn_learn_addr(conn->cm, conn, fi_addr);
 	return fi_addr;
 }
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fabric, domain, EQ, CQ, counter and AV objects: opening, wait objects,
- * and the rule that nothing closes while something depends on it.
+ * and the rule that nothing closes while something depends on it; what
+ * fi_av_insertsym inserts and what a short buffer gets from fi_getname.
  */
+#include <arpa/inet.h>
 #include <poll.h>
 
 #include "itest.h"
@@ -178,6 +180,76 @@ static void check_av_event(void)
 	CHECK_OK(fi_close(&eq->fid));
 }
 
+static void check_av_entry(struct fid_av *av, fi_addr_t fi_addr, const char *ip,
+			   uint16_t port)
+{
+	struct sockaddr_in got,
+		want = { .sin_family = AF_INET, .sin_port = htons(port) };
+	size_t len = sizeof(got);
+
+	CHECK(inet_pton(AF_INET, ip, &want.sin_addr) == 1);
+	memset(&got, 0, sizeof(got));
+	CHECK_OK(fi_av_lookup(av, fi_addr, &got, &len));
+	CHECK(len == sizeof(got));
+	CHECK(got.sin_addr.s_addr == want.sin_addr.s_addr &&
+	      got.sin_port == want.sin_port);
+}
+
+/*
+ * fi_av_insertsym(3): nodes from node, services from service for each.
+ * The VM resolves "localhost" only, so a numbered range of names is one
+ * that does not resolve: each of its entries fails on its own.
+ */
+static void check_av_insertsym(void)
+{
+	struct fi_av_attr attr = { .type = FI_AV_TABLE };
+	fi_addr_t fi_addr[4];
+	int errs[4] = { -1, -1, -1, -1 };
+	struct fid_av *av;
+
+	CHECK_OK(fi_av_open(domain, &attr, &av, NULL));
+	CHECK_RET(fi_av_insertsym(av, "10.9.9.200", 2, "7000", 2, fi_addr, 0,
+				  NULL),
+		  4);
+	check_av_entry(av, fi_addr[0], "10.9.9.200", 7000);
+	check_av_entry(av, fi_addr[1], "10.9.9.200", 7001);
+	check_av_entry(av, fi_addr[2], "10.9.9.201", 7000);
+	check_av_entry(av, fi_addr[3], "10.9.9.201", 7001);
+	CHECK_RET(fi_av_insertsym(av, "localhost", 1, "7100", 2, fi_addr, 0,
+				  NULL),
+		  2);
+	check_av_entry(av, fi_addr[0], "127.0.0.1", 7100);
+	check_av_entry(av, fi_addr[1], "127.0.0.1", 7101);
+	/* More than one node needs a numeric suffix to count up in. */
+	CHECK_RET(fi_av_insertsym(av, "localhost", 2, "7100", 1, fi_addr, 0,
+				  NULL),
+		  -FI_EINVAL);
+	CHECK_RET(fi_av_insertsym(av, "nrma-nohost-8", 2, "7200", 2, fi_addr,
+				  FI_SYNC_ERR, errs),
+		  0);
+	for (size_t i = 0; i < 4; i++)
+		CHECK(fi_addr[i] == FI_ADDR_NOTAVAIL && errs[i] == FI_EINVAL);
+	CHECK_OK(fi_close(&av->fid));
+}
+
+/* fi_cm(3): a name too large for the buffer is truncated. */
+static void check_getname_short(struct fid_ep *ep)
+{
+	struct sockaddr_in name;
+	unsigned char buf[sizeof(name) + 1];
+	size_t len = sizeof(name);
+
+	CHECK_OK(fi_getname(&ep->fid, &name, &len));
+	memset(buf, 0xa5, sizeof(buf));
+	len = 6;
+	CHECK_RET(fi_getname(&ep->fid, buf, &len), -FI_ETOOSMALL);
+	CHECK(len == sizeof(name));
+	CHECK(!memcmp(buf, &name, 6) && buf[6] == 0xa5);
+	len = 0;
+	CHECK_RET(fi_getname(&ep->fid, NULL, &len), -FI_ETOOSMALL);
+	CHECK(len == sizeof(name));
+}
+
 static void check_mr_ep(void)
 {
 	static char buf[64];
@@ -190,6 +262,7 @@ static void check_mr_ep(void)
 	CHECK_OK(fi_close(&mr->fid));
 
 	CHECK_OK(fi_endpoint(domain, info, &ep, NULL));
+	check_getname_short(ep);
 	CHECK_RET(fi_close(&domain->fid), -FI_EBUSY);
 	CHECK_OK(fi_close(&ep->fid));
 }
@@ -205,6 +278,7 @@ int main(void)
 	check_trywait_mixed();
 	check_avs();
 	check_av_event();
+	check_av_insertsym();
 	check_mr_ep();
 	CHECK_RET(fi_close(&fabric->fid), -FI_EBUSY);
 	CHECK_OK(fi_close(&domain->fid));

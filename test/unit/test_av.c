@@ -3,7 +3,11 @@
  * Unit tests for prov/nrma/nrma_av.c, driven through libfabric's inline
  * fi_av_* API on an AV opened on a fake domain.
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include "nrma_test.h"
+
+#include <dlfcn.h>
+#include <netdb.h>
 
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
@@ -233,11 +237,12 @@ static void test_remove(void **state)
 	assert_lookup(av, 2, &addrs[2]);
 	assert_int_equal(fi_av_remove(av, &one, 1, 0), -FI_EINVAL);
 
-	/* A removed index is never handed out again. */
+	/* fi_av(3): the lowest unused index takes the next address. */
 	assert_int_equal(fi_av_insert(av, &again, 1, &next, 0, NULL), 1);
+	assert_int_equal(next, 1);
+	assert_lookup(av, 1, &again);
+	assert_int_equal(fi_av_insert(av, &addrs[1], 1, &next, 0, NULL), 1);
 	assert_int_equal(next, 3);
-	assert_int_equal(fi_av_lookup(av, 1, &got, &len), -FI_ENOENT);
-	assert_lookup(av, 3, &again);
 
 	next = 99;
 	assert_int_equal(fi_av_remove(av, &next, 1, 0), -FI_EINVAL);
@@ -246,7 +251,11 @@ static void test_remove(void **state)
 	assert_int_equal(fi_av_remove(av, fi_addr, 2, 0), 0);
 	assert_int_equal(fi_av_lookup(av, 0, &got, &len), -FI_ENOENT);
 	assert_int_equal(fi_av_lookup(av, 2, &got, &len), -FI_ENOENT);
-	assert_lookup(av, 3, &again);
+	assert_lookup(av, 1, &again);
+	assert_int_equal(fi_av_insert(av, addrs, 3, fi_addr, 0, NULL), 3);
+	assert_int_equal(fi_addr[0], 0);
+	assert_int_equal(fi_addr[1], 2);
+	assert_int_equal(fi_addr[2], 4);
 	assert_int_equal(fi_close(&av->fid), 0);
 }
 
@@ -338,6 +347,93 @@ static void test_insertsym(void **state)
 		assert_lookup(av, fi_addr[0], &a);
 		assert_lookup(av, fi_addr[1], &b);
 	}
+	/* Ports end at 65535: none wraps round to port 1. */
+	assert_int_equal(fi_av_insertsym(av, "10.0.0.1", 1, "65535", 3, fi_addr,
+					 0, NULL),
+			 1);
+	assert_int_equal(fi_addr[1], FI_ADDR_NOTAVAIL);
+	assert_int_equal(fi_addr[2], FI_ADDR_NOTAVAIL);
+	assert_int_equal(fi_close(&av->fid), 0);
+}
+
+/*
+ * Hosts that only this test knows, for fi_av_insertsym's names: "node09"
+ * is 10.0.0.9 and so on, "node11" is nowhere.  The provider's calls come
+ * here, before libc's, which resolves every other name.
+ */
+int getaddrinfo(const char *node, const char *service,
+		const struct addrinfo *hints, struct addrinfo **res)
+{
+	static const char *const hosts[][2] = {
+		{ "node09", "10.0.0.9" },
+		{ "node10", "10.0.0.10" },
+		{ "node12", "10.0.0.12" },
+	};
+	int (*libc_getaddrinfo)(const char *, const char *,
+				const struct addrinfo *, struct addrinfo **);
+
+	*(void **) &libc_getaddrinfo = dlsym(RTLD_NEXT, "getaddrinfo");
+	if (node && !strncmp(node, "node", 4)) {
+		const char *ip = NULL;
+
+		for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+			if (!strcmp(node, hosts[i][0]))
+				ip = hosts[i][1];
+		if (!ip)
+			return EAI_NONAME;
+		node = ip;
+	}
+	return libc_getaddrinfo(node, service, hints, res);
+}
+
+/* Host names count up in their suffix, each resolved on its own. */
+static void test_insertsym_names(void **state)
+{
+	struct fid_av *av = open_av(state, FI_AV_UNSPEC, 0);
+	static const char *const ips[] = { "10.0.0.9", "10.0.0.10" };
+	struct sockaddr_in one = make_sin("10.0.0.12", 7000);
+	fi_addr_t fi_addr[4];
+
+	assert_int_equal(
+		fi_av_insertsym(av, "node09", 2, "5000", 2, fi_addr, 0, NULL),
+		4);
+	for (size_t n = 0; n < 4; n++) {
+		struct sockaddr_in want =
+			make_sin(ips[n / 2], (uint16_t) (5000 + n % 2));
+
+		assert_int_equal(fi_addr[n], n);
+		assert_lookup(av, n, &want);
+	}
+	/* More than one node needs a numeric suffix to count up in. */
+	assert_int_equal(
+		fi_av_insertsym(av, "nodeX", 2, "5000", 1, fi_addr, 0, NULL),
+		-FI_EINVAL);
+	/* One node is taken as it is. */
+	assert_int_equal(
+		fi_av_insertsym(av, "node12", 1, "7000", 1, fi_addr, 0, NULL),
+		1);
+	assert_lookup(av, fi_addr[0], &one);
+	assert_int_equal(fi_close(&av->fid), 0);
+}
+
+/* node11 does not resolve: it fails alone, as fi_av(3) says. */
+static void test_insertsym_unresolved(void **state)
+{
+	struct fid_av *av = open_av(state, FI_AV_UNSPEC, 0);
+	struct sockaddr_in a = make_sin("10.0.0.10", 6000),
+			   b = make_sin("10.0.0.12", 6000);
+	fi_addr_t fi_addr[3];
+	int errs[3] = { -1, -1, -1 };
+
+	assert_int_equal(fi_av_insertsym(av, "node10", 3, "6000", 1, fi_addr,
+					 FI_SYNC_ERR, errs),
+			 2);
+	assert_int_equal(errs[0], 0);
+	assert_int_equal(errs[1], FI_EINVAL);
+	assert_int_equal(errs[2], 0);
+	assert_int_equal(fi_addr[1], FI_ADDR_NOTAVAIL);
+	assert_lookup(av, fi_addr[0], &a);
+	assert_lookup(av, fi_addr[2], &b);
 	assert_int_equal(fi_close(&av->fid), 0);
 }
 
@@ -539,6 +635,8 @@ int main(void)
 		T(test_straddr),
 		T(test_insertsvc),
 		T(test_insertsym),
+		T(test_insertsym_names),
+		T(test_insertsym_unresolved),
 		T(test_open_attrs),
 		T(test_open_domain_type),
 		T(test_rx_ctx_bits),

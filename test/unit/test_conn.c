@@ -52,6 +52,38 @@ static void test_by_addr(void **state)
 	nrma_conn_table_fini(&t);
 }
 
+/* An fi_addr_t the AV took back leads nowhere, and only that one. */
+static void test_unmap_addr(void **state)
+{
+	struct nrma_conn_table t;
+	struct nrma_conn a =
+		conn_make("10.0.0.1", 1, NRMA_CONN_CONNECTED, true);
+	struct nrma_conn b =
+		conn_make("10.0.0.2", 1, NRMA_CONN_CONNECTED, true);
+
+	(void) state;
+	nrma_conn_table_init(&t);
+	nrma_conn_table_add(&t, &a);
+	nrma_conn_table_add(&t, &b);
+	/* The same peer at two fi_addr_t: a holds 5, 2 leads to it too. */
+	assert_int_equal(nrma_conn_table_map(&t, &a, 2), 0);
+	assert_int_equal(nrma_conn_table_map(&t, &a, 5), 0);
+	assert_int_equal(nrma_conn_table_map(&t, &b, 7), 0);
+	nrma_conn_table_unmap_addr(&t, &a, 2);
+	assert_null(nrma_conn_table_by_addr(&t, 2));
+	assert_ptr_equal(nrma_conn_table_by_addr(&t, 5), &a);
+	assert_int_equal(a.fi_addr, 5);
+	/* Not b's: nothing changes. */
+	nrma_conn_table_unmap_addr(&t, &b, 5);
+	assert_ptr_equal(nrma_conn_table_by_addr(&t, 5), &a);
+	assert_int_equal(b.fi_addr, 7);
+	nrma_conn_table_unmap_addr(&t, &a, 5);
+	assert_null(nrma_conn_table_by_addr(&t, 5));
+	assert_int_equal(a.fi_addr, FI_ADDR_NOTAVAIL);
+	assert_ptr_equal(nrma_conn_table_by_addr(&t, 7), &b);
+	nrma_conn_table_fini(&t);
+}
+
 static void test_by_qp(void **state)
 {
 	struct nrma_conn_table t;
@@ -191,6 +223,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_by_addr),
+		cmocka_unit_test(test_unmap_addr),
 		cmocka_unit_test(test_by_qp),
 		cmocka_unit_test(test_stalled),
 		cmocka_unit_test(test_by_name),
