@@ -936,7 +936,9 @@ static void recv_refuse_held(struct nrma_unexp *unexp)
 /*
  * rc closes while ep stays (a scalable endpoint's receive context): the
  * messages ep holds for it are refused, and ep's reads into its receives
- * go on, into nothing, then refuse their messages (nrma_read_finish).
+ * end unreported, then refuse their messages (nrma_read_finish).  The
+ * device may still be writing into those receives' buffers until then
+ * (nrma_rx_reads_orphaned).
  */
 void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 {
@@ -972,4 +974,18 @@ void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 		if (!op->wc_pending)
 			nrma_read_finish(ep, op);
 	}
+}
+
+bool nrma_rx_reads_orphaned(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
+		const struct nrma_op *op = nrma_op_at(x, i);
+
+		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_READ &&
+		    !op->rx)
+			return true;
+	}
+	return false;
 }

@@ -15,6 +15,7 @@
  * endpoint's name; contexts share no lock.  Reading a receive context's
  * CQ progresses the core; a transmit context's, the context.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,6 +338,27 @@ static int rxc_control(struct fid *fid, int command, void *arg)
 }
 
 /*
+ * The device may still be writing into the closed context's receive
+ * buffers: fi_close returns once it is done with them, so that the
+ * application may free them.  Progress ends the reads, or the stall watch
+ * fails their connection (FI_NRMA_STALL_MS).
+ */
+static void rxc_await_reads(struct nrma_ep *core)
+{
+	bool busy;
+
+	for (;;) {
+		pthread_mutex_lock(core->lock);
+		busy = core->enabled && nrma_rx_reads_orphaned(core);
+		pthread_mutex_unlock(core->lock);
+		if (!busy)
+			return;
+		nrma_ep_progress(core);
+		sched_yield();
+	}
+}
+
+/*
  * What the core holds or reads for the context's receives is refused,
  * and messages that name it from now on are malformed.
  */
@@ -351,6 +373,7 @@ static int rxc_close(struct fid *fid)
 	sep->rx[rxc->index] = NULL;
 	sep->rcs[rxc->index] = NULL;
 	pthread_mutex_unlock(sep->core->lock);
+	rxc_await_reads(sep->core);
 	if (rxc->view.rx_cq)
 		atomic_fetch_sub(&rxc->view.rx_cq->ref, 1);
 	if (rxc->view.recv_cntr)

@@ -151,6 +151,8 @@ int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
 void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
 /* rc closes, ep stays: what ep holds or reads for rc is refused. */
 void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
+/* Whether reads into receives of a dropped context are on the device. */
+bool nrma_rx_reads_orphaned(struct nrma_ep *ep);
 /* Posting, with the lock of rc's endpoints held (nrma_recv.c). */
 ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc,
 			 const struct nrma_recv_args *args);

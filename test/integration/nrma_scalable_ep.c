@@ -11,6 +11,9 @@
  *   - a rendezvous message and a tagged one through a context;
  *   - RMA from a transmit context into R's memory, and the write's
  *     data reported on R's receive context 0;
+ *   - a receive context that closes while a rendezvous read fills one of
+ *     its receives: fi_close returns once the device is done with the
+ *     buffer, and the sender's send fails;
  *   - one name: every context's is the scalable endpoint's;
  *   - each context reports the attributes it got;
  *   - what is refused: contexts out of range or taken twice, transfers
@@ -30,6 +33,8 @@
 #define RX_BITS 2
 #define SMALL	32
 #define REGION	4096
+#define BIG	(8u << 20) /* Soft-RoCE's max_msg_size: a read that takes a while */
+#define TAIL	(64u << 10)
 
 struct sep {
 	struct fid_ep *ep;
@@ -129,7 +134,8 @@ static void sep_close(struct sep *s)
 		itest_cq_close(s->txcq[i]);
 	}
 	for (int i = 0; i < NRX; i++) {
-		CHECK_OK(fi_close(&s->rx[i]->fid));
+		if (s->rx[i])
+			CHECK_OK(fi_close(&s->rx[i]->fid));
 		itest_cq_close(s->rxcq[i]);
 	}
 	CHECK_OK(fi_close(&s->ep->fid));
@@ -245,6 +251,55 @@ static void s_more(struct sep *s)
 	free(big);
 }
 
+/*
+ * R closes context 1 while S's message is being read into its receive:
+ * the close waits for the device, so the buffer stays as it was left.
+ * The read fills it front to back: its tail shows a device still at work.
+ */
+static void r_close_under_read(struct sep *s)
+{
+	unsigned char *big = calloc(1, BIG), *tail = big + BIG - TAIL;
+	unsigned char *left = malloc(TAIL);
+	struct fi_cq_tagged_entry e;
+	int64_t deadline = itest_now_ms() + itest_wait_ms();
+
+	CHECK(big && left);
+	ITEST_POST(fi_recv(s->rx[1], big, BIG, NULL, FI_ADDR_UNSPEC, CTX(30)),
+		   "a large receive");
+	signal_peer();
+	/* Reading the context's CQ progresses it, and so starts the read. */
+	while (!big[0]) {
+		CHECK_RET(fi_cq_read(s->rxcq[1]->cq, &e, 1), -FI_EAGAIN);
+		CHECK(itest_now_ms() < deadline);
+	}
+	EXPECT(!big[BIG - 1], "the read ended before the close");
+	CHECK_OK(fi_close(&s->rx[1]->fid));
+	s->rx[1] = NULL;
+	memcpy(left, tail, TAIL);
+	usleep(300 * 1000);
+	EXPECT(!memcmp(left, tail, TAIL),
+	       "the device wrote into a closed context's receive");
+	free(left);
+	free(big);
+}
+
+static void s_close_under_read(struct sep *s)
+{
+	unsigned char *big = malloc(BIG);
+	struct fi_cq_err_entry err;
+
+	CHECK(big != NULL);
+	memset(big, 0xab, BIG);
+	await_peer("R's large receive");
+	s->txcq[0]->errors_ok = true;
+	ITEST_POST(fi_send(s->tx[0], big, BIG, NULL,
+			   fi_rx_addr(s->peer, 1, RX_BITS), CTX(30)),
+		   "a large send");
+	err = itest_cq_wait_err(s->txcq[0], "the send to a closed context");
+	CHECK(err.op_context == CTX(30));
+	free(big);
+}
+
 /* RMA from a transmit context; a write's data comes on context 0. */
 static void rma_round(struct sep *s)
 {
@@ -303,6 +358,11 @@ static void phase_scalable(void)
 		s_more(&s);
 	next_step("rendezvous and tagged");
 	rma_round(&s);
+	if (is_r)
+		r_close_under_read(&s);
+	else
+		s_close_under_read(&s);
+	next_step("a context closed under a read");
 	sep_close(&s);
 }
 
