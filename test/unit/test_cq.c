@@ -416,6 +416,26 @@ static void test_cq_signal_wakes_sread(void **state)
 	assert_int_equal(fi_close(&cq->fid), 0);
 }
 
+/* A signal with no sread to wake ends the next one (fabtests' cq_signal). */
+static void test_cq_signal_before_sread(void **state)
+{
+	struct fid_cq *cq = open_cq(state, FI_CQ_FORMAT_CONTEXT, FI_WAIT_FD, 8);
+	struct fi_cq_entry buf[1];
+	struct timespec start;
+
+	alarm(WATCHDOG_S);
+	assert_int_equal(fi_cq_signal(cq), 0);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	assert_int_equal(fi_cq_sread(cq, buf, 1, NULL, 2000), -FI_EAGAIN);
+	assert_true(elapsed_ms(&start) < 1000);
+	/* That sread took it: the next one waits out its timeout. */
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	assert_int_equal(fi_cq_sread(cq, buf, 1, NULL, 50), -FI_EAGAIN);
+	assert_true(elapsed_ms(&start) >= 45);
+	alarm(0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
 static void cq_inject_fn(void *arg)
 {
 	static int ctx;
@@ -770,6 +790,7 @@ int main(void)
 		T(test_cq_fd_readable),
 		T(test_cq_sread_timeout),
 		T(test_cq_signal_wakes_sread),
+		T(test_cq_signal_before_sread),
 		T(test_cq_sread_wakes_on_completion),
 		T(test_cq_sread_threshold_timeout),
 		T(test_cq_sread_threshold_met),
