@@ -102,17 +102,26 @@ static inline struct fi_info *itest_hints(void)
 	return hints;
 }
 
-/* The provider's info for the device under test; fi_freeinfo it. */
-static inline struct fi_info *itest_getinfo(void)
+/*
+ * The provider's info for the device under test, asked with caps (0: all
+ * it offers) at an API version; fi_freeinfo it.
+ */
+static inline struct fi_info *itest_getinfo_at(uint32_t version, uint64_t caps)
 {
 	struct fi_info *hints = itest_hints(), *info;
 
+	hints->caps = caps;
 	hints->domain_attr->name = strdup(itest_device());
 	CHECK(hints->domain_attr->name != NULL);
-	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	CHECK_OK(fi_getinfo(version, NULL, NULL, 0, hints, &info));
 	CHECK(info != NULL);
 	fi_freeinfo(hints);
 	return info;
+}
+
+static inline struct fi_info *itest_getinfo(void)
+{
+	return itest_getinfo_at(ITEST_VERSION, 0);
 }
 
 /*

@@ -57,15 +57,7 @@ static int64_t now_ms(void)
 
 static struct fi_info *node_info(uint32_t version)
 {
-	struct fi_info *hints = itest_hints(), *info;
-
-	hints->caps = FI_MSG | FI_SEND | FI_RECV;
-	hints->domain_attr->name = strdup(itest_device());
-	CHECK(hints->domain_attr->name != NULL);
-	CHECK_OK(fi_getinfo(version, NULL, NULL, 0, hints, &info));
-	CHECK(info != NULL);
-	fi_freeinfo(hints);
-	return info;
+	return itest_getinfo_at(version, FI_MSG | FI_SEND | FI_RECV);
 }
 
 /* Both CQs take FI_AFFINITY, a hint the provider may ignore. */

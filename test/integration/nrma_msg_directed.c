@@ -52,14 +52,9 @@ static bool directed(uint64_t cap, bool tagged)
 /* The receiver's info: the domain's, with cap as its only directed one. */
 static struct fi_info *receiver_info(uint64_t cap)
 {
-	struct fi_info *hints = itest_hints(), *info;
+	struct fi_info *info =
+		itest_getinfo_at(ITEST_VERSION, FI_MSG | FI_TAGGED | cap);
 
-	hints->caps = FI_MSG | FI_TAGGED | cap;
-	hints->domain_attr->name = strdup(itest_device());
-	CHECK(hints->domain_attr->name != NULL);
-	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
-	CHECK(info != NULL);
-	fi_freeinfo(hints);
 	EXPECT((info->caps & (FI_DIRECTED_RECV | TAGGED_DIRECTED | EXACT)) ==
 		       cap,
 	       "asked for 0x%" PRIx64 ", got caps 0x%" PRIx64, cap, info->caps);
