@@ -897,7 +897,6 @@ int nrma_cm_connect(struct nrma_cm *cm, const struct sockaddr_in *dest,
 	return ret;
 }
 
-/* Takes the request's id: its events come to this endpoint from now on. */
 /*
  * The request's id moves to the endpoint's channel: its events are the
  * endpoint's from now on, and it outlives the listener's channel.
@@ -907,6 +906,7 @@ int nrma_cm_req_adopt(struct nrma_cm *cm, struct nrma_cm_req *req)
 	return rdma_migrate_id(req->id, cm->channel) ? -errno : 0;
 }
 
+/* An adopted request's id becomes the endpoint's one connection. */
 int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
 		   size_t len)
 {
