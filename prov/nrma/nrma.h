@@ -114,6 +114,15 @@ struct nrma_xfer;
 	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_TRIGGER)
 #define NRMA_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
 
+/*
+ * Operation flags that are also capabilities (the same bit): a default
+ * of FI_TRIGGER or FI_MULTI_RECV needs caps to have it.
+ */
+static inline bool nrma_op_flags_capped(uint64_t op_flags, uint64_t caps)
+{
+	return !(op_flags & (FI_TRIGGER | FI_MULTI_RECV) & ~caps);
+}
+
 /* Tunables, read once from FI_NRMA_* at load time. */
 struct nrma_params {
 	char *device;		  /* restrict to this verbs device */

@@ -337,10 +337,10 @@ static uint64_t caps_asked_only(const struct fi_info *prov)
 /* Default operation flags that need a capability caps lacks. */
 static bool op_flags_uncapped(const struct fi_info *info, uint64_t caps)
 {
-	return (info->tx_attr && (info->tx_attr->op_flags & FI_TRIGGER) &&
-		!(caps & FI_TRIGGER)) ||
-	       (info->rx_attr && (info->rx_attr->op_flags & FI_MULTI_RECV) &&
-		!(caps & FI_MULTI_RECV));
+	return (info->tx_attr &&
+		!nrma_op_flags_capped(info->tx_attr->op_flags, caps)) ||
+	       (info->rx_attr &&
+		!nrma_op_flags_capped(info->rx_attr->op_flags, caps));
 }
 
 int nrma_info_match(uint32_t version, const struct fi_info *prov,

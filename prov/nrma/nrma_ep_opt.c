@@ -46,11 +46,10 @@ static bool opt_op_flags_valid(const struct nrma_ep *ep, uint64_t flags)
 
 	if (dir == FI_TRANSMIT)
 		return !(flags & ~(FI_TRANSMIT | NRMA_TX_OP_FLAGS)) &&
-		       (!(flags & FI_TRIGGER) || (ep->info->caps & FI_TRIGGER));
+		       nrma_op_flags_capped(flags, ep->info->caps);
 	if (dir == FI_RECV)
 		return !(flags & ~(FI_RECV | NRMA_RX_OP_FLAGS)) &&
-		       (!(flags & FI_MULTI_RECV) ||
-			(ep->info->caps & FI_MULTI_RECV));
+		       nrma_op_flags_capped(flags, ep->info->caps);
 	return false;
 }
 

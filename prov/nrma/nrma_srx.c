@@ -241,10 +241,8 @@ int nrma_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
 		attr->size = want->size;
 	if (want->iov_limit)
 		attr->iov_limit = want->iov_limit;
-	return (attr->op_flags & FI_MULTI_RECV) &&
-			       !(attr->caps & FI_MULTI_RECV) ?
-		       -FI_EINVAL :
-		       0;
+	return nrma_op_flags_capped(attr->op_flags, attr->caps) ? 0 :
+								  -FI_EINVAL;
 }
 
 int nrma_srx_open(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
@@ -317,7 +315,7 @@ int nrma_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
 	    want->inject_size > base->inject_size ||
 	    (want->caps & ~base->caps) ||
 	    (want->op_flags & ~NRMA_TX_OP_FLAGS) ||
-	    ((want->op_flags & FI_TRIGGER) && !(base->caps & FI_TRIGGER)))
+	    !nrma_op_flags_capped(want->op_flags, base->caps))
 		return -FI_EINVAL;
 	attr->op_flags = want->op_flags;
 	return 0;
