@@ -154,6 +154,8 @@ int nrma_addr_table_remove(struct nrma_addr_table *table, fi_addr_t fi_addr)
 		memset(&table->addrs[fi_addr], 0, sizeof(*table->addrs));
 		if (fi_addr < table->first_free)
 			table->first_free = fi_addr;
+		atomic_fetch_add_explicit(&table->removals, 1,
+					  memory_order_release);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&table->lock);

@@ -11,6 +11,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,7 +43,16 @@ struct nrma_addr_table {
 	size_t capacity;
 	size_t first_free; /* no free entry below it */
 	int rx_ctx_bits;   /* fi_av_attr's: high bits name receive contexts */
+	/* Entries removed so far: a cached fi_addr_t checked since the last
+	 * removal still names the same peer (read without the lock). */
+	_Atomic uint64_t removals;
 };
+
+static inline uint64_t nrma_addr_table_removals(
+	const struct nrma_addr_table *table)
+{
+	return atomic_load_explicit(&table->removals, memory_order_acquire);
+}
 
 /*
  * An fi_addr_t of fi_rx_addr(3): the entry in its low bits, a receive

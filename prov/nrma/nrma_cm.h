@@ -77,6 +77,7 @@ struct nrma_conn {
 	struct sockaddr_in peer; /* the peer endpoint's name */
 	uint16_t peer_ctx;	 /* and context (nrma_proto.h), 0 if ours */
 	fi_addr_t fi_addr;	 /* FI_ADDR_NOTAVAIL until known */
+	uint64_t av_removals;	 /* the AV's removals when it was checked */
 	uint32_t qp_num;
 	size_t sq_free; /* send queue slots not in use */
 	/* The stall watch (nrma_conn_stalled). */

@@ -230,23 +230,31 @@ uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags,
 /*
  * A connection's peer in ep's AV.  The fi_addr_t a connection holds counts
  * only while the AV still names its peer by it: fi_av_remove invalidates
- * it and a later insert may give it to another peer (fi_av(3)).  Peers
- * that connected to us, or lost theirs, are looked up again.
+ * it and a later insert may give it to another peer (fi_av(3)).  It is
+ * checked again, under the AV's lock, only after a removal; peers that
+ * connected to us, or lost theirs, are looked up again.
  */
 fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_addr_table *table;
+	uint64_t removals;
 	fi_addr_t fi_addr;
 
 	if (!ep->av)
 		return conn->fi_addr;
 	table = &ep->av->table;
-	if (nrma_addr_table_names(table, conn->fi_addr, &conn->peer))
+	removals = nrma_addr_table_removals(table);
+	if (conn->fi_addr != FI_ADDR_NOTAVAIL &&
+	    (conn->av_removals == removals ||
+	     nrma_addr_table_names(table, conn->fi_addr, &conn->peer))) {
+		conn->av_removals = removals;
 		return conn->fi_addr;
+	}
 	nrma_conn_forget_addr(conn->cm, conn, conn->fi_addr);
 	fi_addr = nrma_addr_table_find(table, &conn->peer);
 	if (fi_addr != FI_ADDR_NOTAVAIL)
 		nrma_conn_learn_addr(conn->cm, conn, fi_addr);
+	conn->av_removals = removals;
 	return fi_addr;
 }
 
