@@ -291,6 +291,15 @@ static void rxc_disable(struct nrma_rxc *rxc)
 }
 
 /*
+ * Receives need somewhere to complete; a context that is only an RMA or
+ * atomic target (Open MPI's one-sided btl opens such) needs nothing.
+ */
+static bool rxc_receives(const struct nrma_rxc *rxc)
+{
+	return nrma_caps_with_directions(rxc->rc.caps) & FI_RECV;
+}
+
+/*
  * Reading the context's CQ or counter progresses the core.  Enabled
  * first, so that a context closing meanwhile keeps the core in a set
  * they share; the sets are joined without the core's lock (nrma.h).
@@ -303,7 +312,7 @@ static int rxc_enable(struct nrma_rxc *rxc)
 	pthread_mutex_lock(view->lock);
 	if (view->enabled)
 		ret = -FI_EOPBADSTATE;
-	else if (!view->rx_cq && !view->recv_cntr)
+	else if (rxc_receives(rxc) && !view->rx_cq && !view->recv_cntr)
 		ret = -FI_ENOCQ;
 	else
 		view->enabled = true;

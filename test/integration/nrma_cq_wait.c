@@ -242,7 +242,7 @@ static void check_signal(struct node *n)
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&r[i].thread, NULL, sreader_fn, &r[i]) ==
 		      0);
-	usleep(200 * 1000); /* both are asleep in fi_cq_sread by now */
+	usleep(500 * 1000); /* both are asleep in fi_cq_sread by now */
 	CHECK_OK(fi_cq_signal(n->rx));
 	for (int i = 0; i < 2; i++) {
 		CHECK(pthread_join(r[i].thread, NULL) == 0);

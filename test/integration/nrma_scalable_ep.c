@@ -16,6 +16,10 @@
  *     buffer, and the sender's send fails (a read that ends before the
  *     close completes both sides, and they try again);
  *   - one name: every context's is the scalable endpoint's;
+ *   - a receive context for messages enables only with a CQ; one of a
+ *     scalable endpoint for RMA and atomics only (as Open MPI's one-sided
+ *     btl opens them) enables without, and S's writes, atomics and reads
+ *     through its transmit contexts land while R makes no call;
  *   - each context reports the attributes it got;
  *   - what is refused: contexts out of range or taken twice, transfers
  *     on the scalable endpoint itself, receives on a transmit context
@@ -46,17 +50,17 @@ struct sep {
 	fi_addr_t peer; /* the other side's scalable endpoint */
 };
 
-static struct fi_info *sep_info(void)
+static struct fi_info *sep_info(uint64_t caps)
 {
 	struct fi_info *hints = itest_hints(), *info;
 
-	hints->caps = ITEST_MSG_CAPS | FI_RMA | FI_NAMED_RX_CTX;
+	hints->caps = caps;
 	hints->domain_attr->name = strdup(itest_device());
 	hints->ep_attr->tx_ctx_cnt = NTX;
 	hints->ep_attr->rx_ctx_cnt = NRX;
 	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
 	fi_freeinfo(hints);
-	CHECK(info->caps & FI_NAMED_RX_CTX);
+	CHECK((info->caps & caps) == caps);
 	CHECK(info->domain_attr->max_ep_tx_ctx >= NTX &&
 	      info->domain_attr->max_ep_rx_ctx >= NRX);
 	CHECK(info->ep_attr->tx_ctx_cnt == NTX &&
@@ -85,7 +89,8 @@ static void sep_open(struct sep *s, const char *who)
 {
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE,
 				      .rx_ctx_bits = RX_BITS };
-	struct fi_info *info = sep_info();
+	struct fi_info *info =
+		sep_info(ITEST_MSG_CAPS | FI_RMA | FI_NAMED_RX_CTX);
 	struct fid_domain *domain = itest_domain();
 	struct sockaddr_in name, ctx_name, peer;
 	size_t len = sizeof(name);
@@ -113,6 +118,8 @@ static void sep_open(struct sep *s, const char *who)
 		CHECK(got.size == 16 &&
 		      got.iov_limit == info->rx_attr->iov_limit);
 		CHECK_RET(fi_rx_size_left(s->rx[i]), -FI_EOPBADSTATE);
+		/* It receives messages: they need somewhere to complete. */
+		CHECK_RET(fi_enable(s->rx[i]), -FI_ENOCQ);
 		s->rxcq[i] = itest_cq_open(domain, FI_CQ_FORMAT_TAGGED,
 					   itest_fmt("%s rx%d", who, i));
 		CHECK_OK(fi_ep_bind(s->rx[i], &s->rxcq[i]->cq->fid, FI_RECV));
@@ -138,7 +145,8 @@ static void sep_close(struct sep *s)
 	for (int i = 0; i < NRX; i++) {
 		if (s->rx[i])
 			CHECK_OK(fi_close(&s->rx[i]->fid));
-		itest_cq_close(s->rxcq[i]);
+		if (s->rxcq[i])
+			itest_cq_close(s->rxcq[i]);
 	}
 	CHECK_OK(fi_close(&s->ep->fid));
 	CHECK_OK(fi_close(&s->av->fid));
@@ -336,22 +344,34 @@ static void s_close_under_read(struct sep *s)
 	free(big);
 }
 
-/* RMA from a transmit context; a write's data comes on context 0. */
-static void rma_round(struct sep *s)
-{
-	uint64_t *region = calloc(1, REGION);
-	struct fid_mr *mr;
-	struct {
-		uint64_t addr, key;
-	} mine, theirs;
+struct rkey {
+	uint64_t addr, key;
+};
 
+/* Registers region for the peer's RMA; swaps addresses and keys. */
+static struct fid_mr *region_swap(uint64_t *region, struct rkey *theirs)
+{
+	struct fid_mr *mr;
+	struct rkey mine;
+
+	CHECK(region != NULL);
 	CHECK_OK(fi_mr_reg(itest_domain(), region, REGION,
 			   FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr,
 			   NULL));
 	mine.addr = itest_mr_addr(itest_info, region, region);
 	mine.key = fi_mr_key(mr);
 	itest_chan_write(&chan, &mine, sizeof(mine));
-	itest_chan_read(&chan, &theirs, sizeof(theirs), "the peer's region");
+	itest_chan_read(&chan, theirs, sizeof(*theirs), "the peer's region");
+	return mr;
+}
+
+/* RMA from a transmit context; a write's data comes on context 0. */
+static void rma_round(struct sep *s)
+{
+	uint64_t *region = calloc(1, REGION);
+	struct rkey theirs;
+	struct fid_mr *mr = region_swap(region, &theirs);
+
 	if (is_r) {
 		struct itest_comp c;
 
@@ -402,10 +422,99 @@ static void phase_scalable(void)
 	sep_close(&s);
 }
 
+/*
+ * Scalable endpoints as Open MPI's one-sided btl opens them: RMA and
+ * atomics only, transmit contexts asking for FI_DELIVERY_COMPLETE, receive
+ * contexts enabled with no CQ (they receive nothing).
+ */
+static void one_sided_open(struct sep *s, const char *who)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	struct fi_info *info = sep_info(FI_RMA | FI_ATOMIC);
+	struct fid_domain *domain = itest_domain();
+	struct sockaddr_in name, peer;
+	size_t len = sizeof(name);
+
+	CHECK_OK(fi_scalable_ep(domain, info, &s->ep, NULL));
+	CHECK_OK(fi_av_open(domain, &av_attr, &s->av, NULL));
+	CHECK_OK(fi_scalable_ep_bind(s->ep, &s->av->fid, 0));
+	for (int i = 0; i < NTX; i++) {
+		struct fi_tx_attr want = { .op_flags = FI_DELIVERY_COMPLETE };
+
+		CHECK_OK(fi_tx_context(s->ep, i, &want, &s->tx[i], NULL));
+		s->txcq[i] = itest_cq_open(domain, FI_CQ_FORMAT_TAGGED,
+					   itest_fmt("%s tx%d", who, i));
+		CHECK_OK(fi_ep_bind(s->tx[i], &s->txcq[i]->cq->fid,
+				    FI_TRANSMIT));
+		CHECK_OK(fi_enable(s->tx[i]));
+	}
+	for (int i = 0; i < NRX; i++) {
+		struct fi_rx_attr want = { 0 };
+
+		CHECK_OK(fi_rx_context(s->ep, i, &want, &s->rx[i], NULL));
+		CHECK_OK(fi_enable(s->rx[i]));
+		s->rxcq[i] = NULL;
+	}
+	CHECK_OK(fi_enable(s->ep));
+	CHECK_OK(fi_getname(&s->ep->fid, &name, &len));
+	peer = itest_name_swap(&chan, &name);
+	s->peer = itest_av_insert1(s->av, &peer);
+	fi_freeinfo(info);
+}
+
+/* S writes, adds and reads back through both contexts; R makes no call. */
+static void s_one_sided(struct sep *s, const struct rkey *r)
+{
+	uint64_t src[8], back[9], one = 1;
+
+	itest_pat_gen(src, 0x51, 0, sizeof(src));
+	ITEST_POST(fi_write(s->tx[0], src, sizeof(src), NULL, s->peer, r->addr,
+			    r->key, CTX(40)),
+		   "fi_write from transmit context 0");
+	wait_comp_on(s->txcq[0], CTX(40), FI_RMA | FI_WRITE);
+	for (int i = 0; i < NTX; i++) {
+		ITEST_POST(fi_atomic(s->tx[i], &one, 1, NULL, s->peer,
+				     r->addr + sizeof(src), r->key, FI_UINT64,
+				     FI_SUM, CTX(41 + i)),
+			   "fi_atomic(FI_SUM) from a transmit context");
+		wait_comp_on(s->txcq[i], CTX(41 + i), FI_ATOMIC | FI_WRITE);
+	}
+	ITEST_POST(fi_read(s->tx[1], back, sizeof(back), NULL, s->peer, r->addr,
+			   r->key, CTX(43)),
+		   "fi_read from transmit context 1");
+	wait_comp_on(s->txcq[1], CTX(43), FI_RMA | FI_READ);
+	itest_pat_check(back, 0x51, 0, sizeof(src), "what S read back");
+	CHECK(back[8] == NTX);
+	signal_peer();
+}
+
+static void phase_one_sided(void)
+{
+	uint64_t *region = calloc(1, REGION);
+	struct rkey theirs;
+	struct fid_mr *mr;
+	struct sep s;
+
+	one_sided_open(&s, is_r ? "R" : "S");
+	mr = region_swap(region, &theirs);
+	if (is_r) {
+		await_peer_idle("S's one-sided operations");
+		itest_pat_check(region, 0x51, 0, 64, "what S wrote");
+		CHECK(region[8] == NTX);
+	} else {
+		s_one_sided(&s, &theirs);
+	}
+	next_step("one-sided operations done");
+	CHECK_OK(fi_close(&mr->fid));
+	free(region);
+	sep_close(&s);
+}
+
 int main(void)
 {
 	static const struct rs_phase phases[] = {
 		{ phase_scalable, "scalable endpoints" },
+		{ phase_one_sided, "one-sided scalable endpoints" },
 	};
 
 	return rs_main("nrma_scalable_ep", phases,
