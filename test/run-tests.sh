@@ -4,6 +4,10 @@
 #   NRMA_UNIT_TESTS                   unit test programs, relative to the build dir
 #   NRMA_INTEGRATION_TESTS            integration test programs, likewise
 #   NRMA_TWOHOST_TESTS                integration tests that run on two hosts
+#   NRMA_MPI_TESTS, NRMA_MPIRUN       MPI programs (test/mpi/nrma_mpi_check),
+#                                     run with the integration tests through
+#                                     Open MPI's ofi MTL ("msg") and its btl
+#                                     ofi with osc rdma ("rma"), 2 and 4 ranks
 # Unit tests run here. Integration tests run here when this machine has an active
 # verbs device that the provider registers on, else all together in one boot of
 # the Soft-RoCE VM (contrib/nrma-vm), where this script runs itself again with
@@ -25,6 +29,7 @@ srcdir=${NRMA_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 read -ra unit_tests <<<"${NRMA_UNIT_TESTS:-}"
 read -ra itests <<<"${NRMA_INTEGRATION_TESTS:-}"
 read -ra twohost <<<"${NRMA_TWOHOST_TESTS:-}"
+read -ra mpitests <<<"${NRMA_MPI_TESTS:-}"
 wrap=()
 tmo=120
 if [[ ${NRMA_VALGRIND:-0} == 1 ]]; then
@@ -34,11 +39,11 @@ fi
 tmo=${NRMA_TEST_TIMEOUT:-$tmo}
 passed=0 failed=0
 
-# run_test NAME [VAR=VALUE...]: runs $builddir/NAME, prints its verdict.
-run_test() {
+# run_cmd LABEL CMD...: runs CMD, prints LABEL's verdict.
+run_cmd() {
 	local name=$1 out rc
 	shift
-	out=$(env "$@" timeout "$tmo" "${wrap[@]}" "$builddir/$name" 2>&1)
+	out=$(timeout "$tmo" "$@" 2>&1)
 	rc=$?
 	if ((rc == 0)); then
 		echo "PASS: $name"
@@ -53,11 +58,60 @@ run_test() {
 	fi
 }
 
+# run_test NAME [VAR=VALUE...]: runs $builddir/NAME, prints its verdict.
+run_test() {
+	local name=$1
+	shift
+	run_cmd "$name" env "$@" "${wrap[@]}" "$builddir/$name"
+}
+
+# Open MPI's two ways to libfabric: what each checks, and how it is chosen.
+mpi_paths=(
+	"msg:--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include nrma"
+	"rma:--mca pml ob1 --mca btl self,tcp,ofi --mca btl_ofi_provider_include nrma --mca osc rdma --mca osc_rdma_btls ofi"
+)
+mpi_ranks=(2 4)
+
+# The verdict lines of the MPI runs, one per program, path and size.
+mpi_labels() {
+	local t p np
+	for t in "${mpitests[@]}"; do
+		for p in "${mpi_paths[@]}"; do
+			for np in "${mpi_ranks[@]}"; do
+				echo "$t ${p%%:*} ($np ranks)"
+			done
+		done
+	done
+}
+
+run_mpi_here() {
+	local t p np args root=()
+	((EUID != 0)) || root=(--allow-run-as-root)
+	# mpirun refuses a host without a name: the VM's guest has none.
+	[[ $(hostname) != "(none)" ]] || hostname nrma-vm
+	for t in "${mpitests[@]}"; do
+		for p in "${mpi_paths[@]}"; do
+			read -ra args <<<"${p#*:}"
+			for np in "${mpi_ranks[@]}"; do
+				# Open MPI's own allocations outlive MPI_Finalize.
+				run_cmd "$t ${p%%:*} ($np ranks)" \
+					env FI_PROVIDER_PATH="$builddir/.libs" \
+					ASAN_OPTIONS=detect_leaks=0 \
+					"${NRMA_MPIRUN:-mpirun}" "${root[@]}" \
+					--oversubscribe -np "$np" "${args[@]}" \
+					-x FI_PROVIDER_PATH -x ASAN_OPTIONS \
+					"$builddir/$t" "${p%%:*}"
+			done
+		done
+	done
+}
+
 run_integration_here() {
 	local t
 	for t in "${itests[@]}"; do
 		run_test "$t" FI_PROVIDER_PATH="$builddir/.libs" FI_PROVIDER=nrma
 	done
+	((${#mpitests[@]} == 0)) || run_mpi_here
 }
 
 # An ACTIVE verbs port, and the provider registers on it.
@@ -70,11 +124,13 @@ have_device() {
 # The VM's run directory lives in a private TMPDIR, out of reach of anyone
 # cleaning up /tmp/nrma-vm.* meanwhile.
 run_integration_vm() {
-	local work log rc t p f
+	local work log rc t p f labels
 	echo "No active verbs device for nrma here: running the integration tests in contrib/nrma-vm."
 	work=$(mktemp -d "${TMPDIR:-/tmp}/nrma-tests.XXXXXX") || exit 1
 	log=$work/vm.log
-	TMPDIR=$work "$srcdir/contrib/nrma-vm" --timeout $((120 + ${#itests[@]} * tmo)) -- \
+	mapfile -t labels < <(mpi_labels)
+	TMPDIR=$work "$srcdir/contrib/nrma-vm" \
+		--timeout $((120 + (${#itests[@]} + ${#labels[@]}) * tmo)) -- \
 		bash "$srcdir/test/run-tests.sh" --integration-only | tee "$log"
 	rc=${PIPESTATUS[0]}
 	p=$(grep -c '^PASS: ' "$log")
@@ -90,7 +146,14 @@ run_integration_vm() {
 			failed=$((failed + 1))
 		fi
 	done
-	if ((rc != 0 && f == 0 && p == ${#itests[@]})); then
+	for t in "${labels[@]}"; do
+		if ! grep -qxF -e "PASS: $t" "$log" &&
+			! grep -qF -e "FAIL: $t (exit" "$log"; then
+			echo "FAIL: $t (not run: contrib/nrma-vm exited $rc)"
+			failed=$((failed + 1))
+		fi
+	done
+	if ((rc != 0 && f == 0 && p == ${#itests[@]} + ${#labels[@]})); then
 		echo "FAIL: contrib/nrma-vm exited $rc after all tests passed"
 		failed=$((failed + 1))
 	fi
@@ -148,7 +211,7 @@ fi
 for t in "${unit_tests[@]}"; do
 	run_test "$t"
 done
-if ((${#itests[@]})); then
+if ((${#itests[@]} + ${#mpitests[@]})); then
 	if have_device; then
 		run_integration_here
 	else

@@ -85,6 +85,17 @@ static void check_refused(struct sep *s)
 	CHECK_RET(fi_close(&s->ep->fid), -FI_EBUSY);
 }
 
+/* Transmit context i, with a CQ of its own, enabled. */
+static void tx_open(struct sep *s, int i, struct fi_tx_attr *attr,
+		    const char *who)
+{
+	CHECK_OK(fi_tx_context(s->ep, i, attr, &s->tx[i], NULL));
+	s->txcq[i] = itest_cq_open(itest_domain(), FI_CQ_FORMAT_TAGGED,
+				   itest_fmt("%s tx%d", who, i));
+	CHECK_OK(fi_ep_bind(s->tx[i], &s->txcq[i]->cq->fid, FI_TRANSMIT));
+	CHECK_OK(fi_enable(s->tx[i]));
+}
+
 static void sep_open(struct sep *s, const char *who)
 {
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE,
@@ -101,15 +112,10 @@ static void sep_open(struct sep *s, const char *who)
 	for (int i = 0; i < NTX; i++) {
 		struct fi_tx_attr got = { 0 };
 
-		CHECK_OK(fi_tx_context(s->ep, i, &got, &s->tx[i], NULL));
+		tx_open(s, i, &got, who);
 		CHECK(got.size == info->tx_attr->size &&
 		      got.iov_limit == info->tx_attr->iov_limit &&
 		      got.inject_size == info->tx_attr->inject_size);
-		s->txcq[i] = itest_cq_open(domain, FI_CQ_FORMAT_TAGGED,
-					   itest_fmt("%s tx%d", who, i));
-		CHECK_OK(fi_ep_bind(s->tx[i], &s->txcq[i]->cq->fid,
-				    FI_TRANSMIT));
-		CHECK_OK(fi_enable(s->tx[i]));
 	}
 	for (int i = 0; i < NRX; i++) {
 		struct fi_rx_attr got = { .size = 16 };
@@ -441,12 +447,7 @@ static void one_sided_open(struct sep *s, const char *who)
 	for (int i = 0; i < NTX; i++) {
 		struct fi_tx_attr want = { .op_flags = FI_DELIVERY_COMPLETE };
 
-		CHECK_OK(fi_tx_context(s->ep, i, &want, &s->tx[i], NULL));
-		s->txcq[i] = itest_cq_open(domain, FI_CQ_FORMAT_TAGGED,
-					   itest_fmt("%s tx%d", who, i));
-		CHECK_OK(fi_ep_bind(s->tx[i], &s->txcq[i]->cq->fid,
-				    FI_TRANSMIT));
-		CHECK_OK(fi_enable(s->tx[i]));
+		tx_open(s, i, &want, who);
 	}
 	for (int i = 0; i < NRX; i++) {
 		struct fi_rx_attr want = { 0 };
