@@ -29,9 +29,9 @@ extern "C" {
 #define FI_NRMA_PROV_NAME "nrma"
 
 /*
- * hints->fabric_attr->prov_name for nrma's own endpoints only: libfabric
- * layers its ofi_rxm over any provider with FI_EP_MSG endpoints and lists
- * "nrma;ofi_rxm" before "nrma" for a plain FI_NRMA_PROV_NAME.
+ * hints->fabric_attr->prov_name for nrma's own endpoints only.  A plain
+ * FI_NRMA_PROV_NAME selects the same: nrma is no core for libfabric's
+ * utility providers (ofi_rxm, ofi_rxd), so none is layered over it.
  */
 #define FI_NRMA_PROV_NAME_NATIVE "nrma;^ofi_rxm"
 

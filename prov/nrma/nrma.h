@@ -66,6 +66,17 @@
 #define NRMA_ORDER_NONE	 0ULL
 
 /*
+ * The fi_getinfo flag with which libfabric's utility providers (ofi_rxm,
+ * ofi_rxd, ofi_mrail) look for a core provider to layer over:
+ * OFI_CORE_PROV_ONLY of libfabric's own ofi.h, not installed, the same bit
+ * in 1.17 and 2.x.  nrma declines to be one: ofi_rxm over its FI_EP_MSG
+ * endpoints would otherwise come first for a prov_name of "nrma", and an
+ * application asking for nrma would get rxm's RDM endpoints, without
+ * nrma's remote counters, instead of nrma's own.
+ */
+#define NRMA_GETINFO_FOR_UTIL_PROV (1ULL << 59)
+
+/*
  * libfabric 2.0's receive capabilities, none of which 1.x has: directed
  * receives for tagged messages only, directed receives that may not name
  * FI_ADDR_UNSPEC, and multi-receive buffers for tagged receives.

@@ -664,6 +664,10 @@ int nrma_getinfo(uint32_t version, const char *node, const char *service,
 	struct nrma_addr_req req;
 	int ret;
 
+	if (flags & NRMA_GETINFO_FOR_UTIL_PROV) {
+		NRMA_DBG(FI_LOG_CORE, "not a core for a utility provider\n");
+		return -FI_ENODATA;
+	}
 	ret = addr_request(node, service, flags, hints, &req);
 	if (ret)
 		return ret;

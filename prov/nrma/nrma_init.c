@@ -105,7 +105,7 @@ static void nrma_define_params(void)
 		nrma_params.notify_coalesce);
 	fi_param_define(
 		&nrma_prov, "msg_ep", FI_PARAM_BOOL,
-		"Offer connected endpoints (FI_EP_MSG) to FI_EP_MSG hints; libfabric then layers ofi_rxm over them as 'nrma;ofi_rxm' (default: %s)",
+		"Offer connected endpoints (FI_EP_MSG) to FI_EP_MSG hints (default: %s)",
 		nrma_params.msg_ep ? "yes" : "no");
 	fi_param_define(
 		&nrma_prov, "stall_ms", FI_PARAM_INT,
