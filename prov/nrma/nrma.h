@@ -19,7 +19,8 @@
  *   3. nrma_ep.lock: an endpoint's data path and connections (one lock,
  *      nrma_domain.ctx_lock, for the shared contexts of a domain and all
  *      endpoints bound to any of them), or a passive endpoint's lock
- *   4. leaves, never held two at a time: nrma_cq.lock, nrma_cntr.lock,
+ *   4. leaves, never held two at a time: nrma_fabric.handles_lock,
+ *      nrma_cq.lock, nrma_cntr.lock,
  *      nrma_eq.lock, an AV's address table lock, the notification region's
  *      lock, the key table's lock
  * Endpoint progress runs with (3) held and writes completions under (4).
@@ -218,6 +219,15 @@ struct nrma_fabric {
 	atomic_int ref;	      /* open domains, EQs and passive endpoints */
 	pthread_mutex_t lock; /* guards cm_thread */
 	struct nrma_cm_thread *cm_thread; /* the listeners' control progress */
+	/*
+	 * What an fi_info handle may name (nrma_pep.c): a handle is looked
+	 * up here before it is read, so a stale one is refused, not used.
+	 */
+	pthread_mutex_t handles_lock; /* a leaf of nrma.h's lock order */
+	struct nrma_dlist peps;	      /* open passive endpoints */
+	/* FI_CONNREQ handles not yet done, each allocated at its link: the
+	 * fabric's close frees the orphans that closed peps left. */
+	struct nrma_dlist connreqs;
 };
 
 int nrma_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
@@ -538,16 +548,22 @@ extern struct fi_ops_tagged nrma_txc_tagged_ops;
 /* Passive endpoints (nrma_pep.c) */
 int nrma_pep_open(struct fid_fabric *fabric, struct fi_info *info,
 		  struct fid_pep **pep, void *context);
-/* The request behind an fi_info handle (FI_CONNREQ), or NULL. */
-struct nrma_cm_req *nrma_connreq_of(struct fid *handle);
-/* An endpoint answers it from now on; NULL if one already does. */
-struct nrma_cm_req *nrma_connreq_take(struct fid *handle);
+/* Whether handle is one of fabric's FI_CONNREQ requests not yet done. */
+bool nrma_connreq_known(struct nrma_fabric *fabric, const struct fid *handle);
+/*
+ * An endpoint (its cm) answers the request from now on: -FI_EINVAL if handle is
+ * not a request of fabric's or another endpoint or fi_reject answered it,
+ * -FI_ECONNABORTED if its passive endpoint closed first (which refused it).
+ */
+int nrma_connreq_take(struct nrma_fabric *fabric, const struct fid *handle,
+		      struct nrma_cm *cm, struct nrma_cm_req **req);
 /* Accepted: what is left of it goes. */
-void nrma_connreq_done(struct nrma_cm_req *req);
+void nrma_connreq_done(struct nrma_fabric *fabric, struct nrma_cm_req *req);
 /* Its endpoint closed without accepting it: refused. */
-void nrma_connreq_refuse(struct nrma_cm_req *req);
-/* The bound address of a passive endpoint (fi_info handle), or NULL. */
-struct rdma_cm_id *nrma_pep_release(struct fid *handle);
+void nrma_connreq_refuse(struct nrma_fabric *fabric, struct nrma_cm_req *req);
+/* The bound address of an open passive endpoint (handle), or NULL. */
+struct rdma_cm_id *nrma_pep_release(struct nrma_fabric *fabric,
+				    const struct fid *handle);
 int nrma_ep_open2(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep, uint64_t flags, void *context);
 

@@ -399,7 +399,7 @@ static int nrma_ep_close(struct fid *fid)
 	if (ep->owner)
 		ep->owner->closed(ep);
 	if (ep->connreq)
-		nrma_connreq_refuse(ep->connreq);
+		nrma_connreq_refuse(ep->domain->fabric, ep->connreq);
 	ep_resources_close(ep);
 	pthread_mutex_destroy(&ep->own_lock);
 	atomic_fetch_sub(&ep->domain->ref, 1);
@@ -637,7 +637,8 @@ static int ep_info_check(const struct nrma_domain *domain,
  * that will accept a request, nothing yet (fi_accept takes the request's
  * id), or the address of the passive endpoint its info hands over.
  */
-static int ep_cm_open(struct nrma_ep *ep, const struct fi_info *info)
+static int ep_cm_open(struct nrma_ep *ep, const struct fi_info *info,
+		      bool answers)
 {
 	struct sockaddr_in src = ep->domain->device->addr;
 	struct rdma_cm_id *id;
@@ -648,9 +649,9 @@ static int ep_cm_open(struct nrma_ep *ep, const struct fi_info *info)
 		memcpy(&src, info->src_addr, sizeof(src));
 	if (!nrma_ep_is_msg(ep) || !info->handle)
 		return nrma_cm_open(&src, &ep->cm);
-	if (nrma_connreq_of(info->handle))
+	if (answers)
 		return nrma_cm_open(NULL, &ep->cm);
-	id = nrma_pep_release(info->handle);
+	id = nrma_pep_release(ep->domain->fabric, info->handle);
 	if (!id)
 		return -FI_EINVAL;
 	ret = nrma_cm_open(NULL, &ep->cm);
@@ -659,7 +660,8 @@ static int ep_cm_open(struct nrma_ep *ep, const struct fi_info *info)
 	return ret;
 }
 
-static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
+static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info,
+			     bool answers)
 {
 	int ret;
 
@@ -669,7 +671,7 @@ static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info)
 		.rx_op_flags = info->rx_attr->op_flags,
 	};
 	nrma_ep_opt_init(ep);
-	ret = ep_cm_open(ep, info);
+	ret = ep_cm_open(ep, info, answers);
 	if (ret)
 		return ret;
 	ret = nrma_verbs_ep_open(ep->domain->verbs, nrma_xfer_cq_size(info),
@@ -692,22 +694,10 @@ err_cm:
  * An endpoint made from an FI_CONNREQ's info answers that request, also
  * once the passive endpoint and its listener are gone.
  */
-static int ep_connreq_take(struct nrma_ep *ep, const struct fi_info *info)
+static bool ep_answers_connreq(struct nrma_ep *ep, const struct fi_info *info)
 {
-	struct nrma_cm_req *req;
-	int ret;
-
-	if (!nrma_ep_is_msg(ep) || !nrma_connreq_of(info->handle))
-		return 0;
-	req = nrma_connreq_take(info->handle);
-	if (!req)
-		return -FI_EINVAL;
-	ret = nrma_cm_req_adopt(ep->cm, req);
-	if (ret)
-		nrma_connreq_refuse(req);
-	else
-		ep->connreq = req;
-	return ret;
+	return nrma_ep_is_msg(ep) && info->handle &&
+	       nrma_connreq_known(ep->domain->fabric, info->handle);
 }
 
 int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
@@ -715,6 +705,7 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 {
 	struct nrma_domain *domain = nrma_domain_of(domain_fid);
 	struct nrma_ep *ep;
+	bool answers;
 	int ret;
 
 	ret = ep_info_check(domain, info);
@@ -729,10 +720,13 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		ret = -FI_ENOMEM;
 		goto err;
 	}
-	ret = ep_resources_open(ep, info);
+	answers = ep_answers_connreq(ep, info);
+	ret = ep_resources_open(ep, info, answers);
 	if (ret)
 		goto err;
-	ret = ep_connreq_take(ep, info);
+	if (answers)
+		ret = nrma_connreq_take(domain->fabric, info->handle, ep->cm,
+					&ep->connreq);
 	if (ret)
 		goto err_resources;
 	pthread_mutex_init(&ep->own_lock, NULL);

@@ -8,11 +8,16 @@
 static int nrma_fabric_close(struct fid *fid)
 {
 	struct nrma_fabric *fabric = nrma_fabric_of_fid(fid);
+	struct nrma_dlist *item;
 
 	if (atomic_load(&fabric->ref))
 		return -FI_EBUSY;
 	if (fabric->cm_thread)
 		nrma_cm_thread_close(fabric->cm_thread);
+	/* Requests that closed passive endpoints refused, never asked for. */
+	while ((item = nrma_dlist_pop_front(&fabric->connreqs)))
+		free(item);
+	pthread_mutex_destroy(&fabric->handles_lock);
 	pthread_mutex_destroy(&fabric->lock);
 	free(fabric);
 	return 0;
@@ -104,6 +109,9 @@ int nrma_fabric_open(struct fi_fabric_attr *attr,
 	fabric->api_version = attr->api_version ? attr->api_version :
 						  NRMA_FI_VERSION;
 	pthread_mutex_init(&fabric->lock, NULL);
+	pthread_mutex_init(&fabric->handles_lock, NULL);
+	nrma_dlist_init(&fabric->peps);
+	nrma_dlist_init(&fabric->connreqs);
 	fabric->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	fabric->fabric_fid.fid.context = context;
 	fabric->fabric_fid.fid.ops = &nrma_fabric_fi_ops;

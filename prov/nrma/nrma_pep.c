@@ -14,24 +14,40 @@
 #include "nrma_cm.h"
 #include "nrma_enosys.h"
 
-/* The connection request an FI_CONNREQ's info->handle names. */
+/*
+ * A connection request, the handle of an FI_CONNREQ's info.  It stays on
+ * its fabric's list (fabric->handles_lock) until it is done: refused by
+ * fi_reject, accepted or refused by the endpoint that took it, or, once
+ * its passive endpoint closed and refused it (an orphan), by fi_endpoint
+ * or the fabric's close.  A handle is found on that list before it is
+ * read, so no order of calls uses one that is gone.
+ */
+enum nrma_connreq_state {
+	NRMA_CONNREQ_WAITING, /* for its passive endpoint's answer */
+	NRMA_CONNREQ_TAKEN,   /* an endpoint answers it */
+	NRMA_CONNREQ_ORPHAN,  /* its passive endpoint closed and refused it */
+};
+
 struct nrma_connreq {
+	struct nrma_dlist link; /* first: the fabric's close frees orphans */
 	struct fid fid;
 	struct nrma_cm_req req;
-	struct nrma_pep *pep;
-	struct nrma_dlist link; /* the passive endpoint's, until answered */
+	enum nrma_connreq_state state;
+	struct nrma_pep *pep; /* NRMA_CONNREQ_WAITING: whose */
 };
+_Static_assert(offsetof(struct nrma_connreq, link) == 0,
+	       "a request is freed through its link");
 
 struct nrma_pep {
 	struct fid_pep pep_fid;
 	struct nrma_fabric *fabric;
+	struct nrma_dlist link; /* fabric->peps */
 	struct fi_info *info;
 	pthread_mutex_t lock; /* an endpoint's place in nrma.h's lock order */
 	struct nrma_eq *eq;
 	struct nrma_cm_listener *listener;
 	struct nrma_cm_thread *cm_thread; /* while listening */
 	int backlog;
-	struct nrma_dlist connreqs; /* not yet answered */
 };
 
 static struct nrma_pep *pep_of_fid(struct fid *fid)
@@ -47,59 +63,98 @@ static struct fi_ops nrma_connreq_fi_ops = {
 	.ops_open = nrma_no_ops_open,
 };
 
-/* The request behind an fi_info handle, if it is one of ours. */
-struct nrma_cm_req *nrma_connreq_of(struct fid *handle)
+static struct nrma_connreq *connreq_of(struct nrma_cm_req *req)
 {
-	if (!handle || handle->fclass != FI_CLASS_CONNREQ ||
-	    handle->ops != &nrma_connreq_fi_ops)
+	return nrma_container_of(req, struct nrma_connreq, req);
+}
+
+/* With handles_lock held: the request handle names, compared, not read. */
+static struct nrma_connreq *pep_connreq_find(struct nrma_fabric *fabric,
+					     const struct fid *handle)
+{
+	struct nrma_dlist *item;
+
+	if (!handle)
 		return NULL;
-	return &nrma_container_of(handle, struct nrma_connreq, fid)->req;
+	nrma_dlist_foreach (&fabric->connreqs, item) {
+		struct nrma_connreq *cr =
+			nrma_container_of(item, struct nrma_connreq, link);
+
+		if (&cr->fid == handle)
+			return cr;
+	}
+	return NULL;
 }
 
-/* Answered (or abandoned): the request's id and wrapper go. */
-void nrma_connreq_done(struct nrma_cm_req *req)
+bool nrma_connreq_known(struct nrma_fabric *fabric, const struct fid *handle)
 {
-	nrma_cm_req_done(req);
-	free(nrma_container_of(req, struct nrma_connreq, req));
+	bool known;
+
+	pthread_mutex_lock(&fabric->handles_lock);
+	known = pep_connreq_find(fabric, handle) != NULL;
+	pthread_mutex_unlock(&fabric->handles_lock);
+	return known;
 }
 
-static void pep_connreq_free(struct nrma_connreq *cr)
+/* Off the list, its id gone: nobody can name it any more. */
+static void pep_connreq_forget(struct nrma_fabric *fabric,
+			       struct nrma_connreq *cr)
 {
+	pthread_mutex_lock(&fabric->handles_lock);
 	nrma_dlist_remove(&cr->link);
-	nrma_connreq_done(&cr->req);
+	pthread_mutex_unlock(&fabric->handles_lock);
+	nrma_cm_req_done(&cr->req);
+	free(cr);
+}
+
+void nrma_connreq_done(struct nrma_fabric *fabric, struct nrma_cm_req *req)
+{
+	pep_connreq_forget(fabric, connreq_of(req));
+}
+
+void nrma_connreq_refuse(struct nrma_fabric *fabric, struct nrma_cm_req *req)
+{
+	nrma_cm_req_reject(req, NULL, 0);
+	nrma_connreq_done(fabric, req);
 }
 
 /*
  * fi_endpoint on an FI_CONNREQ's info: the endpoint answers the request
  * from then on, also once the passive endpoint has closed, and neither
- * fi_reject nor a second endpoint can take it.
+ * fi_reject nor a second endpoint can take it.  The request moves to cm's
+ * channel under handles_lock, before a passive endpoint's close can take
+ * the listener's channel, and the request's id with it, away.
  */
-struct nrma_cm_req *nrma_connreq_take(struct fid *handle)
+int nrma_connreq_take(struct nrma_fabric *fabric, const struct fid *handle,
+		      struct nrma_cm *cm, struct nrma_cm_req **req)
 {
+	enum nrma_connreq_state state = NRMA_CONNREQ_TAKEN;
 	struct nrma_connreq *cr;
-	struct nrma_pep *pep;
-	bool taken;
+	int ret = 0;
 
-	if (!nrma_connreq_of(handle))
-		return NULL;
-	cr = nrma_container_of(handle, struct nrma_connreq, fid);
-	pep = cr->pep;
-	if (!pep)
-		return NULL;
-	pthread_mutex_lock(&pep->lock);
-	taken = cr->pep == pep;
-	if (taken) {
+	pthread_mutex_lock(&fabric->handles_lock);
+	cr = pep_connreq_find(fabric, handle);
+	if (cr)
+		state = cr->state;
+	if (state == NRMA_CONNREQ_ORPHAN) {
 		nrma_dlist_remove(&cr->link);
+	} else if (state == NRMA_CONNREQ_WAITING) {
+		cr->state = NRMA_CONNREQ_TAKEN;
 		cr->pep = NULL;
+		ret = nrma_cm_req_adopt(cm, &cr->req);
 	}
-	pthread_mutex_unlock(&pep->lock);
-	return taken ? &cr->req : NULL;
-}
-
-void nrma_connreq_refuse(struct nrma_cm_req *req)
-{
-	nrma_cm_req_reject(req, NULL, 0);
-	nrma_connreq_done(req);
+	pthread_mutex_unlock(&fabric->handles_lock);
+	if (state == NRMA_CONNREQ_ORPHAN) {
+		free(cr); /* refused, its id gone: only the handle was left */
+		return -FI_ECONNABORTED;
+	}
+	if (state == NRMA_CONNREQ_TAKEN)
+		return -FI_EINVAL;
+	if (ret)
+		nrma_connreq_refuse(fabric, &cr->req);
+	else
+		*req = &cr->req;
+	return ret;
 }
 
 /* The info an FI_CONNREQ hands out: ours, between the two addresses. */
@@ -139,17 +194,22 @@ static int pep_on_request(void *arg, const struct nrma_cm_req *req)
 	cr->fid.ops = &nrma_connreq_fi_ops;
 	cr->req = *req;
 	cr->pep = pep;
+	cr->state = NRMA_CONNREQ_WAITING;
+	/* Known before the application can read it. */
+	pthread_mutex_lock(&pep->fabric->handles_lock);
+	nrma_dlist_insert_tail(&cr->link, &pep->fabric->connreqs);
+	pthread_mutex_unlock(&pep->fabric->handles_lock);
 	entry.info = pep_connreq_info(pep, cr);
 	if (entry.info)
 		ret = nrma_eq_report_cm(pep->eq, FI_CONNREQ, &entry, req->app,
 					req->app_len);
 	if (ret) {
 		fi_freeinfo(entry.info);
-		free(cr);
-		return ret;
+		/* The listener refuses it and keeps its id. */
+		cr->req.id = NULL;
+		pep_connreq_forget(pep->fabric, cr);
 	}
-	nrma_dlist_insert_tail(&cr->link, &pep->connreqs);
-	return 0;
+	return ret;
 }
 
 static void pep_progress(void *arg)
@@ -197,18 +257,23 @@ static int nrma_pep_reject(struct fid_pep *pep_fid, fid_t handle,
 {
 	struct nrma_pep *pep =
 		nrma_container_of(pep_fid, struct nrma_pep, pep_fid);
-	struct nrma_cm_req *req = nrma_connreq_of(handle);
+	struct nrma_fabric *fabric = pep->fabric;
+	struct nrma_connreq *cr;
 	int ret;
 
-	if (!req ||
-	    nrma_container_of(handle, struct nrma_connreq, fid)->pep != pep)
-		return -FI_EINVAL;
 	if (paramlen > NRMA_CM_MSG_APP_MAX || (paramlen && !param))
 		return -FI_EINVAL;
-	pthread_mutex_lock(&pep->lock);
-	ret = nrma_cm_req_reject(req, param, paramlen);
-	pep_connreq_free(nrma_container_of(handle, struct nrma_connreq, fid));
-	pthread_mutex_unlock(&pep->lock);
+	pthread_mutex_lock(&fabric->handles_lock);
+	cr = pep_connreq_find(fabric, handle);
+	if (cr && cr->state == NRMA_CONNREQ_WAITING && cr->pep == pep)
+		cr->state = NRMA_CONNREQ_TAKEN; /* by us */
+	else
+		cr = NULL;
+	pthread_mutex_unlock(&fabric->handles_lock);
+	if (!cr)
+		return -FI_EINVAL;
+	ret = nrma_cm_req_reject(&cr->req, param, paramlen);
+	pep_connreq_forget(fabric, cr);
 	return ret;
 }
 
@@ -327,23 +392,40 @@ static int nrma_pep_control(struct fid *fid, int command, void *arg)
 	return ret;
 }
 
-/* Requests nobody answered are refused. */
+/*
+ * Requests nobody answered are refused, and stay known as orphans: their
+ * infos may still be in the EQ or the application's hands.
+ */
+static void pep_orphan_connreqs(struct nrma_pep *pep)
+{
+	struct nrma_fabric *fabric = pep->fabric;
+	struct nrma_dlist *item;
+
+	pthread_mutex_lock(&fabric->handles_lock);
+	nrma_dlist_remove(&pep->link);
+	nrma_dlist_foreach (&fabric->connreqs, item) {
+		struct nrma_connreq *cr =
+			nrma_container_of(item, struct nrma_connreq, link);
+
+		if (cr->state != NRMA_CONNREQ_WAITING || cr->pep != pep)
+			continue;
+		nrma_cm_req_reject(&cr->req, NULL, 0);
+		nrma_cm_req_done(&cr->req);
+		cr->state = NRMA_CONNREQ_ORPHAN;
+		cr->pep = NULL;
+	}
+	pthread_mutex_unlock(&fabric->handles_lock);
+}
+
 static int nrma_pep_close(struct fid *fid)
 {
 	struct nrma_pep *pep = pep_of_fid(fid);
-	struct nrma_dlist *item;
 
 	if (pep->cm_thread)
 		nrma_cm_thread_unwatch_fn(pep->cm_thread,
 					  nrma_cm_listener_fd(pep->listener),
 					  pep);
-	while ((item = pep->connreqs.next) != &pep->connreqs) {
-		struct nrma_connreq *cr =
-			nrma_container_of(item, struct nrma_connreq, link);
-
-		nrma_cm_req_reject(&cr->req, NULL, 0);
-		pep_connreq_free(cr);
-	}
+	pep_orphan_connreqs(pep);
 	if (pep->listener)
 		nrma_cm_listener_close(pep->listener);
 	if (pep->eq)
@@ -363,16 +445,34 @@ static struct fi_ops nrma_pep_fi_ops = {
 	.ops_open = nrma_no_ops_open,
 };
 
+/* With handles_lock held: the open passive endpoint handle names. */
+static struct nrma_pep *pep_find(struct nrma_fabric *fabric,
+				 const struct fid *handle)
+{
+	struct nrma_dlist *item;
+
+	nrma_dlist_foreach (&fabric->peps, item) {
+		struct nrma_pep *pep =
+			nrma_container_of(item, struct nrma_pep, link);
+
+		if (&pep->pep_fid.fid == handle)
+			return pep;
+	}
+	return NULL;
+}
+
 /* The bound id of a passive endpoint not listening, for fi_info handle. */
-struct rdma_cm_id *nrma_pep_release(struct fid *handle)
+struct rdma_cm_id *nrma_pep_release(struct nrma_fabric *fabric,
+				    const struct fid *handle)
 {
 	struct nrma_pep *pep;
 	struct rdma_cm_id *id = NULL;
 
-	if (!handle || handle->fclass != FI_CLASS_PEP ||
-	    handle->ops != &nrma_pep_fi_ops)
+	pthread_mutex_lock(&fabric->handles_lock);
+	pep = pep_find(fabric, handle);
+	pthread_mutex_unlock(&fabric->handles_lock);
+	if (!pep)
 		return NULL;
-	pep = pep_of_fid(handle);
 	pthread_mutex_lock(&pep->lock);
 	if (!pep->cm_thread && pep->listener)
 		id = nrma_cm_listener_release(pep->listener);
@@ -416,7 +516,6 @@ int nrma_pep_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		return ret;
 	}
 	pthread_mutex_init(&pep->lock, NULL);
-	nrma_dlist_init(&pep->connreqs);
 	pep->fabric = nrma_fabric_of(fabric_fid);
 	pep->backlog = NRMA_PEP_BACKLOG;
 	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
@@ -425,6 +524,9 @@ int nrma_pep_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	pep->pep_fid.ops = &nrma_pep_ops;
 	pep->pep_fid.cm = &nrma_pep_cm_ops;
 	atomic_fetch_add(&pep->fabric->ref, 1);
+	pthread_mutex_lock(&pep->fabric->handles_lock);
+	nrma_dlist_insert_tail(&pep->link, &pep->fabric->peps);
+	pthread_mutex_unlock(&pep->fabric->handles_lock);
 	*pep_fid = &pep->pep_fid;
 	return 0;
 }
