@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Credits: how many messages one side of a connection may have in the
- * other's receive buffers.  The receiver keeps a number of buffers for
- * its peer (the grant) and says so when they connect; the sender counts
- * what it sent, and the receiver gives credits back as it frees buffers,
- * in the headers of what it sends anyway or, when the sender may be
- * running short, with a remote atomic into a word of the sender's.  A
- * message without a credit waits at its sender, so a receiver's shared
- * receive queue never runs dry for a peer that keeps to its grant, and
+ * other's receive buffers.  The receiver grants its peer credits for
+ * buffers it has posted and no other peer holds, first when they connect
+ * and then as buffers come back, and tells it in the headers of what it
+ * sends anyway or, when the sender may be running short, with a remote
+ * atomic into a word of the sender's.  The sender counts what it sent.
+ * A message without a credit waits at its sender, so a receiver's shared
+ * receive queue never runs dry while peers keep to their credits, and
  * nothing waits in a queue pair behind a message the peer has no room
  * for.
  *
@@ -28,63 +28,82 @@ enum nrma_credit_class {
 
 /* What we may send to the peer. */
 struct nrma_credit_tx {
-	uint64_t grant; /* buffers the peer keeps for us */
+	uint64_t grant; /* the peer's first grant, in its connect data */
 	uint64_t sent;
-	uint64_t back; /* returned in the peer's headers */
+	uint64_t back; /* granted since, in the peer's headers */
 };
 
 /*
- * Credits left, given what the peer returned with atomics (remote): at
- * most the grant, however much a peer claims to have given back.
+ * Credits left, given what the peer granted since with atomics (remote).
+ * A peer that grants more than it has buffers for harms only itself.
  */
 static inline uint64_t nrma_credit_avail(const struct nrma_credit_tx *tx,
 					 uint64_t remote)
 {
-	uint64_t returned = tx->back + remote;
+	uint64_t granted = tx->grant + tx->back;
 
-	if (returned > tx->sent)
-		return tx->grant;
-	return tx->sent - returned >= tx->grant ?
-		       0 :
-		       tx->grant - (tx->sent - returned);
-}
-
-/* What the peer may send us. */
-struct nrma_credit_rx {
-	uint64_t grant;
-	uint64_t received;
-	uint64_t released; /* buffers freed again */
-	uint64_t returned; /* credits given back */
-};
-
-/* A peer that sent past its grant does not keep to the protocol. */
-static inline bool nrma_credit_overrun(const struct nrma_credit_rx *rx)
-{
-	return rx->received - rx->returned > rx->grant;
+	/* Sums that wrap are lies: as many as the words hold. */
+	if (granted < tx->grant || remote > UINT64_MAX - granted)
+		granted = UINT64_MAX;
+	else
+		granted += remote;
+	return granted > tx->sent ? granted - tx->sent : 0;
 }
 
 /*
- * Whether to return freed credits with an atomic now rather than wait
- * for a header to carry them: only when the peer may have used more
- * than half its grant, so that streams get credits back before they
- * stall and replies carry them for free.  A sender that has none left
- * has more than half outstanding, so it is always answered.
+ * What the peer may send us.  The receiver grants credits from its pool
+ * of posted buffers and tells the peer later, in a header or with an
+ * atomic; granted ones count against the pool at once.
  */
-static inline bool nrma_credit_due(const struct nrma_credit_rx *rx)
+struct nrma_credit_rx {
+	uint64_t granted; /* in all, the first grant too */
+	uint64_t told;	  /* of those, what the peer heard of */
+	uint64_t received;
+};
+
+/* Credits granted and not used: buffers the peer may fill. */
+static inline uint64_t nrma_credit_out(const struct nrma_credit_rx *rx)
 {
-	return rx->released > rx->returned &&
-	       rx->received - rx->returned > rx->grant / 2;
+	return rx->granted > rx->received ? rx->granted - rx->received : 0;
 }
 
-/* Takes up to max freed credits to give back. */
+/* How many more credits bring the peer to its share. */
+static inline uint64_t nrma_credit_want(const struct nrma_credit_rx *rx,
+					uint64_t share)
+{
+	uint64_t out = nrma_credit_out(rx);
+
+	return out < share ? share - out : 0;
+}
+
+/* A peer that sent past what it heard of does not keep to the protocol. */
+static inline bool nrma_credit_overrun(const struct nrma_credit_rx *rx)
+{
+	return rx->received > rx->told;
+}
+
+/*
+ * Whether to tell the peer of new credits with an atomic now rather than
+ * wait for a header to carry them: only once it may hold half its share
+ * or less, so that streams get credits before they stall and replies
+ * carry them for free.  A sender that has none left is always told.
+ */
+static inline bool nrma_credit_due(const struct nrma_credit_rx *rx,
+				   uint64_t share)
+{
+	return rx->granted > rx->told && (rx->told <= rx->received ||
+					  rx->told - rx->received <= share / 2);
+}
+
+/* Takes up to max credits the peer has not heard of, to tell it. */
 static inline uint64_t nrma_credit_take_back(struct nrma_credit_rx *rx,
 					     uint64_t max)
 {
-	uint64_t n = rx->released - rx->returned;
+	uint64_t n = rx->granted - rx->told;
 
 	if (n > max)
 		n = max;
-	rx->returned += n;
+	rx->told += n;
 	return n;
 }
 

@@ -148,6 +148,7 @@ struct nrma_params {
 	size_t eager_size;	  /* largest message sent by copy */
 	size_t unexp_max;	  /* unexpected messages held per endpoint */
 	size_t credits;		  /* messages a peer may have in our buffers */
+	size_t peers_max;	  /* peers whose credit floors get buffers */
 	size_t qp_depth;	  /* send queue depth per connection */
 	bool notify_fence_always; /* fence every notification atomic */
 	int notify_wake_ms;	  /* sleep bound while remote atomics count */
@@ -654,7 +655,13 @@ bool nrma_trigger_cancel(struct nrma_ep *ep, void *context);
 int nrma_xfer_open(struct nrma_ep *ep);
 void nrma_xfer_close(struct nrma_ep *ep);
 /* Device completions an endpoint can have outstanding at once. */
-size_t nrma_xfer_cq_size(const struct fi_info *info);
+/* The device queues an endpoint's data path needs. */
+struct nrma_xfer_sizes {
+	size_t cq;
+	size_t srq;
+};
+struct nrma_xfer_sizes nrma_xfer_sizes(const struct fi_info *info,
+				       const struct nrma_dev_limits *lim);
 /* Transmits and receives that may be posted now (fi_tx/rx_size_left). */
 size_t nrma_xfer_tx_left(const struct nrma_ep *ep);
 size_t nrma_xfer_rx_left(const struct nrma_ep *ep);

@@ -175,10 +175,8 @@ static struct nrma_cm_grant cm_conn_grant(const struct nrma_conn *conn)
 	return (struct nrma_cm_grant){
 		.notify_rkey = conn->cm->attr.notify_rkey,
 		.credit_rkey = conn->credit_rkey,
-		.credits_msg =
-			(uint16_t) conn->rx_credit[NRMA_CREDIT_MSG].grant,
-		.credits_ctl =
-			(uint16_t) conn->rx_credit[NRMA_CREDIT_CTL].grant,
+		.credits_msg = (uint16_t) conn->rx_credit[NRMA_CREDIT_MSG].told,
+		.credits_ctl = (uint16_t) conn->rx_credit[NRMA_CREDIT_CTL].told,
 		.keytab_rkey = conn->cm->attr.keytab_rkey,
 		.keytab_slots = conn->cm->attr.keytab_slots,
 	};

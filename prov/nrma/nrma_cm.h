@@ -94,6 +94,7 @@ struct nrma_conn {
 	/* Flow control (nrma_credit.c), by enum nrma_credit_class. */
 	struct nrma_credit_tx tx_credit[NRMA_CREDIT_CLASSES];
 	struct nrma_credit_rx rx_credit[NRMA_CREDIT_CLASSES];
+	struct nrma_dlist credit_want[NRMA_CREDIT_CLASSES]; /* for the pool */
 	struct nrma_notify_cell *credit_cell; /* where the peer gives back */
 	uint32_t credit_rkey;		      /* its rkey, for our data */
 	uint32_t peer_credit_rkey;	      /* where we give back */

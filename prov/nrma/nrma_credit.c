@@ -1,15 +1,25 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Flow control of messages (src/nrma_credit.h has the arithmetic).  Each
- * connection grants its peer credits for two kinds of message: those an
+ * connection's peer gets credits for two kinds of message: those an
  * application receives, which may wait unexpected in their buffers for a
  * long time, and the rest (ACKs, writes with immediate data), whose
  * buffers progress frees at once.  ACKs have credits of their own so that
  * a peer whose messages fill our buffers can still complete its sends.
  *
+ * Credits come from one pool, the endpoint's: the buffers posted on its
+ * shared receive queue that no peer holds a credit for.  Each connection
+ * brings two buffers of its own (its floor: a credit of each class, up to
+ * FI_NRMA_PEERS_MAX connections), so a new peer always has one, and is
+ * topped up towards its share (FI_NRMA_CREDITS, half that for the second
+ * class) as buffers go back on the queue: those taken by its messages,
+ * or freed by anyone's, the peers with none first.  What all peers hold
+ * together never exceeds the buffers posted, so the queue never runs dry
+ * however many peers send to a receiver that makes no call; senders wait.
+ *
  * A send with no credit waits on its connection's queue, in order, and
- * goes out when credits come back; anything else without one returns
- * -FI_EAGAIN or waits as it already does.  Credits come back in the
+ * goes out when credits come; anything else without one returns
+ * -FI_EAGAIN or waits as it already does.  Credits reach the peer in the
  * headers of our messages, or as fetch-and-adds to the two words of the
  * connection's credit cell at the peer: those take no receive buffer, so
  * they always get through.
@@ -17,24 +27,125 @@
 #include "nrma_notify.h"
 #include "nrma_xfer.h"
 
+static uint64_t credit_share(const struct nrma_xfer *x,
+			     enum nrma_credit_class class)
+{
+	return class == NRMA_CREDIT_MSG ? x->credits_msg : x->credits_ctl;
+}
+
+/* Posted buffers that no peer holds a credit for. */
+static uint64_t credit_pool(const struct nrma_xfer *x)
+{
+	return x->srq_posted > x->credit_out ? x->srq_posted - x->credit_out :
+					       0;
+}
+
+/* Grants conn up to n credits of class from the pool: how many it did. */
+static uint64_t credit_grant(struct nrma_xfer *x, struct nrma_conn *conn,
+			     enum nrma_credit_class class, uint64_t n)
+{
+	uint64_t pool = credit_pool(x);
+
+	if (n > pool)
+		n = pool;
+	conn->rx_credit[class].granted += n;
+	x->credit_out += n;
+	return n;
+}
+
+/* conn wants more of class: at the front if its peer has none left. */
+static void credit_want(struct nrma_xfer *x, struct nrma_conn *conn,
+			enum nrma_credit_class class)
+{
+	const struct nrma_credit_rx *rx = &conn->rx_credit[class];
+	struct nrma_dlist *link = &conn->credit_want[class];
+	struct nrma_dlist *head = &x->credit_wanting[class];
+
+	if (!nrma_credit_want(rx, credit_share(x, class)) ||
+	    conn->state != NRMA_CONN_CONNECTED)
+		return;
+	if (!nrma_dlist_empty(link)) {
+		if (nrma_credit_out(rx))
+			return;
+		nrma_dlist_remove(link);
+	}
+	if (nrma_credit_out(rx))
+		nrma_dlist_insert_tail(link, head);
+	else
+		nrma_dlist_insert_head(link, head);
+}
+
+/*
+ * A connection's floor: two buffers of its own, while the device's
+ * queues and FI_NRMA_PEERS_MAX allow; past that its peer waits for
+ * credits that others give back.
+ */
+static void credit_floor_add(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	int ret;
+
+	if (++x->credit_conns <= x->credit_backed)
+		return;
+	ret = nrma_rx_bufs_add(ep, NRMA_CREDIT_CLASSES);
+	if (!ret)
+		x->credit_backed++;
+	else if (x->credit_backed == x->credit_conns - 1)
+		NRMA_INFO(FI_LOG_EP_DATA,
+			  "%zu peers: the next get no receive buffers of "
+			  "their own (%s)\n",
+			  x->credit_backed, fi_strerror(-ret));
+}
+
+/*
+ * Before the connection says hello: its first grant, which its connect
+ * data tells the peer.  It gets no more before it is up.
+ */
 int nrma_credit_conn_open(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer *x = ep->xfer;
 	int ret;
 
+	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
+		nrma_dlist_init(&conn->credit_want[c]);
 	ret = nrma_notify_cell_open(ep->domain->notify, &conn->credit_cell);
 	if (ret)
 		return ret;
 	conn->credit_rkey = nrma_notify_cell_rkey(conn->credit_cell);
-	conn->rx_credit[NRMA_CREDIT_MSG].grant = x->credits_msg;
-	conn->rx_credit[NRMA_CREDIT_CTL].grant = x->credits_ctl;
+	credit_floor_add(ep);
+	/* One of each first, then the shares. */
+	credit_grant(x, conn, NRMA_CREDIT_CTL, 1);
+	credit_grant(x, conn, NRMA_CREDIT_MSG, x->credits_msg);
+	credit_grant(x, conn, NRMA_CREDIT_CTL,
+		     nrma_credit_want(&conn->rx_credit[NRMA_CREDIT_CTL],
+				      x->credits_ctl));
+	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
+		conn->rx_credit[c].told = conn->rx_credit[c].granted;
 	return 0;
 }
 
-void nrma_credit_conn_close(struct nrma_conn *conn)
+/* The connection is up: short of its share, it waits for more. */
+void nrma_credit_connected(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	if (!conn->credit_cell)
 		return;
+	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
+		credit_want(ep->xfer, conn, c);
+	nrma_credit_refill(ep);
+}
+
+/* Nothing more comes from conn's peer: its credits go back to the pool. */
+void nrma_credit_conn_close(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	if (!conn->credit_cell)
+		return;
+	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
+		x->credit_out -= nrma_credit_out(&conn->rx_credit[c]);
+		nrma_dlist_remove(&conn->credit_want[c]);
+	}
+	x->credit_conns--;
 	nrma_notify_cell_disarm(conn->credit_cell);
 	nrma_notify_cell_close(conn->credit_cell);
 	conn->credit_cell = NULL;
@@ -66,9 +177,9 @@ bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class)
 }
 
 /*
- * Posts a message whose credit the caller took; what we owe the peer
- * travels in its header.  Only once the queue pair has room: credits
- * stamped on a message that does not go would be lost.
+ * Posts a message whose credit the caller took; the credits the peer has
+ * not heard of travel in its header.  Only once the queue pair has room:
+ * credits stamped on a message that does not go would be lost.
  */
 int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
 		     struct nrma_hdr *hdr, struct nrma_wr *wr)
@@ -94,27 +205,33 @@ void nrma_credit_untake(struct nrma_conn *conn, enum nrma_credit_class class)
 
 /*
  * A message from conn's peer arrived in buf: it gives us credits back and
- * takes one of its own.  Returns false if the peer sent past its grant.
+ * uses one of its own, which the pool gets again once a buffer goes back
+ * on the queue.  Returns false if the peer sent past its credits.
  */
 bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
 			 uint32_t buf, enum nrma_credit_class class,
 			 const struct nrma_hdr *hdr)
 {
+	struct nrma_xfer *x = ep->xfer;
 	struct nrma_credit_rx *rx = &conn->rx_credit[class];
-	struct nrma_rx_owner *owner = &ep->xfer->rx_owner[buf];
+	struct nrma_rx_owner *owner = &nrma_rx_slot_of(x, buf)->owner;
 
 	if (hdr) {
 		conn->tx_credit[NRMA_CREDIT_MSG].back += hdr->credits_msg;
 		conn->tx_credit[NRMA_CREDIT_CTL].back += hdr->credits_ctl;
 	}
-	rx->received++;
+	if (rx->received++ < rx->granted)
+		x->credit_out--;
 	owner->conn = conn;
 	owner->class = class;
 	conn->refs++;
-	return !nrma_credit_overrun(rx);
+	if (nrma_credit_overrun(rx))
+		return false;
+	credit_want(x, conn, class);
+	return true;
 }
 
-/* Progress tries again to give conn's credits back. */
+/* Progress tries again to tell conn's peer of its credits. */
 static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	if (conn->credit_owed)
@@ -124,8 +241,8 @@ static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
 	nrma_dlist_insert_tail(&conn->owed_link, &ep->xfer->credit_owed);
 }
 
-/* Gives credits back with atomics, if it is time to and there is room. */
-static void credit_return(struct nrma_ep *ep, struct nrma_conn *conn)
+/* Tells the peer of its credits with atomics, if due and there is room. */
+static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge scratch = nrma_scratch_sge(x);
@@ -137,8 +254,8 @@ static void credit_return(struct nrma_ep *ep, struct nrma_conn *conn)
 	size_t n = 0;
 
 	if (conn->credit_returning || conn->state != NRMA_CONN_CONNECTED ||
-	    (!nrma_credit_due(&rx[NRMA_CREDIT_MSG]) &&
-	     !nrma_credit_due(&rx[NRMA_CREDIT_CTL])))
+	    (!nrma_credit_due(&rx[NRMA_CREDIT_MSG], x->credits_msg) &&
+	     !nrma_credit_due(&rx[NRMA_CREDIT_CTL], x->credits_ctl)))
 		return;
 	op = nrma_op_alloc(x, NRMA_OP_CREDIT, conn);
 	if (!op) {
@@ -146,7 +263,7 @@ static void credit_return(struct nrma_ep *ep, struct nrma_conn *conn)
 		return;
 	}
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
-		back[c] = rx[c].released - rx[c].returned;
+		back[c] = rx[c].granted - rx[c].told;
 		if (!back[c])
 			continue;
 		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_FETCH_ADD,
@@ -162,21 +279,51 @@ static void credit_return(struct nrma_ep *ep, struct nrma_conn *conn)
 		return;
 	}
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
-		rx[c].returned += back[c];
+		rx[c].told += back[c];
 	conn->credit_returning = true;
+}
+
+/*
+ * Buffers went back on the queue: the peers that want credits get them,
+ * in turn by class, those with none first.
+ */
+void nrma_credit_refill(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+	bool more = true;
+
+	while (more && credit_pool(x)) {
+		more = false;
+		for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
+			struct nrma_dlist *item;
+			struct nrma_conn *conn;
+
+			item = nrma_dlist_pop_front(&x->credit_wanting[c]);
+			if (!item)
+				continue;
+			conn = nrma_container_of(item - c, struct nrma_conn,
+						 credit_want);
+			more = true;
+			if (conn->state != NRMA_CONN_CONNECTED)
+				continue;
+			credit_grant(x, conn, c,
+				     nrma_credit_want(&conn->rx_credit[c],
+						      credit_share(x, c)));
+			credit_want(x, conn, c); /* the pool ran out */
+			credit_tell(ep, conn);
+		}
+	}
 }
 
 /* The buffer of a message from a peer is free again. */
 void nrma_credit_released(struct nrma_ep *ep, uint32_t buf)
 {
-	struct nrma_rx_owner *owner = &ep->xfer->rx_owner[buf];
+	struct nrma_rx_owner *owner = &nrma_rx_slot_of(ep->xfer, buf)->owner;
 	struct nrma_conn *conn = owner->conn;
 
 	if (!conn)
 		return;
 	owner->conn = NULL;
-	conn->rx_credit[owner->class].released++;
-	credit_return(ep, conn);
 	conn->refs--;
 }
 
@@ -188,7 +335,7 @@ void nrma_credit_returned(struct nrma_ep *ep, struct nrma_op *op)
 		return;
 	conn->credit_returning = false;
 	nrma_op_free(ep->xfer, op);
-	credit_return(ep, conn);
+	credit_tell(ep, conn);
 }
 
 /* Sends that wait for credits */
@@ -242,10 +389,12 @@ void nrma_credit_unqueue(struct nrma_op *op)
 /*
  * Sends whose credits came back go out in order; a peer with none left
  * keeps its sends, the others' go ahead.  Credits the peers are owed and
- * could not get (no operation or queue room then) go too.
+ * could not get (no operation or queue room then) go too, and so do those
+ * that closed connections gave back to the pool.
  */
 void nrma_credit_progress(struct nrma_ep *ep)
 {
+	nrma_credit_refill(ep);
 	struct nrma_dlist *head = &ep->xfer->blocked_conns, *item = head->next;
 
 	while (item != head) {
@@ -263,7 +412,7 @@ void nrma_credit_progress(struct nrma_ep *ep)
 		item = item->next;
 		nrma_dlist_remove(&conn->owed_link);
 		conn->credit_owed = false;
-		credit_return(ep, conn);
+		credit_tell(ep, conn);
 		conn->refs--;
 	}
 }

@@ -663,6 +663,7 @@ static int ep_cm_open(struct nrma_ep *ep, const struct fi_info *info,
 static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info,
 			     bool answers)
 {
+	struct nrma_xfer_sizes sizes;
 	int ret;
 
 	ep->path = (struct nrma_ep_path){
@@ -674,8 +675,9 @@ static int ep_resources_open(struct nrma_ep *ep, const struct fi_info *info,
 	ret = ep_cm_open(ep, info, answers);
 	if (ret)
 		return ret;
-	ret = nrma_verbs_ep_open(ep->domain->verbs, nrma_xfer_cq_size(info),
-				 info->rx_attr->size, &ep->verbs);
+	sizes = nrma_xfer_sizes(info, &ep->domain->device->limits);
+	ret = nrma_verbs_ep_open(ep->domain->verbs, sizes.cq, sizes.srq,
+				 &ep->verbs);
 	if (ret)
 		goto err_cm;
 	ret = nrma_xfer_open(ep);

@@ -21,7 +21,7 @@ static void ep_conn_report_up(void *arg, struct nrma_conn *conn,
 	struct nrma_ep *ep = arg;
 	struct fi_eq_cm_entry entry = { .fid = &ep->path.ep_fid.fid };
 
-	(void) conn;
+	nrma_progress_cm_ops.connected(arg, conn, app, len);
 	if (nrma_eq_report_cm(ep->eq, FI_CONNECTED, &entry, app, len))
 		NRMA_WARN(FI_LOG_EP_CTRL, "FI_CONNECTED lost: EQ full\n");
 }

@@ -19,6 +19,7 @@ struct nrma_params nrma_params = {
 	.eager_size = 8192,
 	.unexp_max = 256,
 	.credits = 16,
+	.peers_max = 1024,
 	.qp_depth = 64,
 	.notify_wake_ms = 1,
 	.notify_coalesce = 1,
@@ -86,8 +87,12 @@ static void nrma_define_params(void)
 		nrma_params.unexp_max);
 	fi_param_define(
 		&nrma_prov, "credits", FI_PARAM_SIZE_T,
-		"Messages each peer may have in an endpoint's receive buffers before its sends wait (default: %zu)",
+		"A peer's share: messages it may have in an endpoint's receive buffers before its sends wait, when the endpoint's pool has them (default: %zu)",
 		nrma_params.credits);
+	fi_param_define(
+		&nrma_prov, "peers_max", FI_PARAM_SIZE_T,
+		"Peers of an endpoint that each get two receive buffers of their own, so that each always has a credit; more peers wait for credits that others give back (default: %zu)",
+		nrma_params.peers_max);
 	fi_param_define(
 		&nrma_prov, "qp_depth", FI_PARAM_SIZE_T,
 		"Send queue depth of the queue pair of each connected peer (default: %zu)",
@@ -137,6 +142,7 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
 	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);
 	fi_param_get_size_t(&nrma_prov, "credits", &nrma_params.credits);
+	fi_param_get_size_t(&nrma_prov, "peers_max", &nrma_params.peers_max);
 	fi_param_get_size_t(&nrma_prov, "qp_depth", &nrma_params.qp_depth);
 	fi_param_get_int(&nrma_prov, "notify_wake_ms",
 			 &nrma_params.notify_wake_ms);

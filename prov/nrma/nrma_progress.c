@@ -855,8 +855,7 @@ int nrma_progress_conn_open(void *arg, struct nrma_conn *conn)
 
 void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)
 {
-	(void) arg;
-	nrma_credit_conn_close(conn);
+	nrma_credit_conn_close(arg, conn);
 	nrma_rkey_conn_close(conn);
 }
 
@@ -868,9 +867,9 @@ void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)
 static void progress_connected(void *arg, struct nrma_conn *conn,
 			       const void *app, size_t len)
 {
-	(void) conn;
 	(void) app;
 	(void) len;
+	nrma_credit_connected(arg, conn);
 	nrma_send_connecting(arg);
 }
 

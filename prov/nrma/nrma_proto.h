@@ -54,13 +54,16 @@ enum nrma_reject_reason {
 struct nrma_cm_grant {
 	uint32_t notify_rkey;  /* its endpoint cell, 0: none */
 	uint32_t credit_rkey;  /* the connection's credit cell */
-	uint16_t credits_msg;  /* buffers kept for the peer's messages */
+	uint16_t credits_msg;  /* first credits for the peer's messages */
 	uint16_t credits_ctl;  /* and for its ACKs and write data */
 	uint32_t keytab_rkey;  /* its domain's key table, 0: none */
 	uint32_t keytab_slots; /* and how many slots it has */
 };
 
-/* Whether a grant gives credits and names their cell. */
+/*
+ * Whether a grant names the cell where more credits come: its first ones
+ * may be none, when the peer's pool has none to give yet.
+ */
 bool nrma_cm_grant_valid(const struct nrma_cm_grant *grant);
 
 /*

@@ -100,15 +100,15 @@ static int recv_srq_post(struct nrma_ep *ep, uint32_t buf)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge sge = {
-		.addr = (uintptr_t) nrma_bufpool_buf(&x->rx_bufs, buf),
+		.addr = (uintptr_t) nrma_rx_buf(x, buf),
 		.len = x->buf_size,
-		.lkey = nrma_verbs_mr_lkey(x->rx_mr),
+		.lkey = nrma_rx_lkey(x, buf),
 	};
 	int ret;
 
 	ret = nrma_verbs_post_srq_recv(ep->verbs, NRMA_WR_RECV | buf, &sge);
 	if (ret) {
-		nrma_bufpool_put(&x->rx_bufs, buf);
+		nrma_chunkpool_put(&x->rx_bufs, buf);
 		return ret;
 	}
 	x->srq_posted++;
@@ -116,29 +116,36 @@ static int recv_srq_post(struct nrma_ep *ep, uint32_t buf)
 }
 
 /* Keeps the shared receive queue full while free buffers last. */
-void nrma_srq_refill(struct nrma_ep *ep)
+void nrma_srq_fill(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
 
 	while (x->srq_posted < x->srq_target) {
-		int64_t buf = nrma_bufpool_get(&x->rx_bufs);
+		int64_t buf = nrma_chunkpool_get(&x->rx_bufs);
 
 		if (buf < 0 || recv_srq_post(ep, buf))
 			return;
 	}
 }
 
+/* ...and what it posts, the peers that want credits get. */
+void nrma_srq_refill(struct nrma_ep *ep)
+{
+	nrma_srq_fill(ep);
+	nrma_credit_refill(ep);
+}
+
 /* The buffer goes back on the queue before its credit goes back. */
 void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf)
 {
-	nrma_bufpool_put(&ep->xfer->rx_bufs, buf);
-	nrma_srq_refill(ep);
 	nrma_credit_released(ep, buf);
+	nrma_chunkpool_put(&ep->xfer->rx_bufs, buf);
+	nrma_srq_refill(ep);
 }
 
 static const struct nrma_hdr *recv_hdr(struct nrma_ep *ep, uint32_t buf)
 {
-	return nrma_bufpool_buf(&ep->xfer->rx_bufs, buf);
+	return nrma_rx_buf(ep->xfer, buf);
 }
 
 /* ACKs */
@@ -416,9 +423,8 @@ static void recv_read_start(struct nrma_ep *ep, struct nrma_op *op,
 static void recv_stall(struct nrma_ep *ep, const struct nrma_stalled_read *s)
 {
 	struct nrma_xfer *x = ep->xfer;
-	/* One entry a receive buffer: the pool cannot run out. */
-	struct nrma_stalled_read *stall =
-		nrma_bufpool_buf(&x->stalls, nrma_bufpool_get(&x->stalls));
+	/* The message's receive buffer keeps its place. */
+	struct nrma_stalled_read *stall = &nrma_rx_slot_of(x, s->buf)->stall;
 
 	*stall = *s;
 	stall->rx->reads++; /* keeps the receive */
@@ -444,7 +450,6 @@ void nrma_stalled_retry(struct nrma_ep *ep)
 			s->conn->refs--;
 		recv_read_start(ep, op, recv_hdr(ep, s->buf), s);
 		nrma_rx_buf_release(ep, s->buf);
-		nrma_bufpool_put(&x->stalls, nrma_bufpool_index(&x->stalls, s));
 	}
 }
 
@@ -523,7 +528,7 @@ static void recv_hold(struct nrma_ep *ep, struct nrma_rx_ctx *rc,
 		      const struct nrma_hdr *hdr, uint32_t buf, uint32_t len,
 		      struct nrma_conn *conn)
 {
-	struct nrma_unexp *unexp = &ep->xfer->unexp[buf];
+	struct nrma_unexp *unexp = &nrma_rx_slot_of(ep->xfer, buf)->unexp;
 
 	*unexp = (struct nrma_unexp){
 		.buf = buf,
@@ -957,8 +962,6 @@ void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 		if (st->conn)
 			st->conn->refs--;
 		nrma_rx_buf_release(ep, st->buf);
-		nrma_bufpool_put(&x->stalls,
-				 nrma_bufpool_index(&x->stalls, st));
 	}
 	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
 		struct nrma_op *op = nrma_op_at(x, i);

@@ -403,6 +403,79 @@ static int xfer_register_pool(struct nrma_ep *ep, struct nrma_bufpool *pool,
 	return ret;
 }
 
+/* Receive buffers */
+
+/* The pool grows this many buffers at a time, one registration each. */
+#define NRMA_RX_CHUNK 64
+
+uint32_t nrma_rx_lkey(const struct nrma_xfer *x, uint32_t buf)
+{
+	return nrma_verbs_mr_lkey(nrma_chunkpool_chunk(&x->rx_bufs, buf)->reg);
+}
+
+static int xfer_rx_chunk_reg(struct nrma_ep *ep, size_t c)
+{
+	struct nrma_chunkpool *pool = &ep->xfer->rx_bufs;
+	struct nrma_chunk *chunk = &pool->chunks[c];
+	struct nrma_verbs_mr *mr;
+	uint64_t key;
+	int ret;
+
+	ret = nrma_verbs_mr_reg(ep->domain->verbs, chunk->mem,
+				nrma_chunkpool_chunk_bytes(pool, c), FI_RECV,
+				&mr, &key);
+	if (!ret)
+		chunk->reg = mr;
+	return ret;
+}
+
+/* The pool grows to x->rx_capacity, registered. */
+static int xfer_rx_grow(struct nrma_ep *ep)
+{
+	struct nrma_chunkpool *pool = &ep->xfer->rx_bufs;
+	int ret;
+
+	while (pool->count < ep->xfer->rx_capacity) {
+		/* A chunk with its buffers free but unregistered must not
+		 * stay: its buffers would be posted. */
+		ret = nrma_chunkpool_grow(pool);
+		if (ret)
+			return ret == -EOVERFLOW ? -FI_ENOSPC : -FI_ENOMEM;
+		ret = xfer_rx_chunk_reg(ep, pool->nchunks - 1);
+		if (ret) {
+			pool->nfree -= pool->grow;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int nrma_rx_bufs_add(struct nrma_ep *ep, size_t n)
+{
+	struct nrma_xfer *x = ep->xfer;
+	int ret;
+
+	if (x->srq_target + n > x->srq_max)
+		return -FI_ENOSPC;
+	x->rx_capacity += n;
+	ret = xfer_rx_grow(ep);
+	if (ret) {
+		x->rx_capacity -= n;
+		return ret;
+	}
+	x->srq_target += n;
+	nrma_srq_fill(ep);
+	return 0;
+}
+
+static void xfer_rx_bufs_fini(struct nrma_xfer *x)
+{
+	for (size_t c = 0; c < x->rx_bufs.nchunks; c++)
+		if (x->rx_bufs.chunks[c].reg)
+			nrma_verbs_mr_dereg(x->rx_bufs.chunks[c].reg);
+	nrma_chunkpool_fini(&x->rx_bufs);
+}
+
 static int xfer_scratch_init(struct nrma_ep *ep, struct nrma_xfer *x)
 {
 	uint64_t key;
@@ -456,16 +529,13 @@ int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 }
 
 /*
- * A peer's grant for ACKs and writes with immediate data is half that
- * for messages; at most UINT16_MAX each (the wire has 16 bits), and
- * together at most the buffers.
+ * A peer's share of credits for ACKs and writes with immediate data is
+ * half that for messages; at most UINT16_MAX each (the wire has 16 bits).
  */
-static void xfer_credits_init(struct nrma_xfer *x, size_t rx_bufs)
+static void xfer_credits_init(struct nrma_xfer *x)
 {
 	size_t msg = nrma_params.credits;
 
-	if (msg > rx_bufs / 2)
-		msg = rx_bufs / 2;
 	if (msg > UINT16_MAX)
 		msg = UINT16_MAX;
 	x->credits_msg = msg ? msg : 1;
@@ -482,10 +552,27 @@ static int xfer_own_rx_init(struct nrma_ep *ep, struct nrma_xfer *x)
 	return ret ? ret : nrma_rx_ctx_join(&x->own_rx, ep);
 }
 
+/*
+ * Receive buffers: rx_attr->size on the shared receive queue, unexp_max
+ * more for unexpected messages to take off it, and two a connection
+ * (nrma_rx_bufs_add: its floor, nrma_credit.c), chunk by chunk.
+ */
+static int xfer_rx_bufs_init(struct nrma_ep *ep, struct nrma_xfer *x)
+{
+	size_t rx = ep->info->rx_attr->size;
+	int ret;
+
+	x->srq_target = rx;
+	x->srq_max = nrma_xfer_sizes(ep->info, &ep->domain->device->limits).srq;
+	x->rx_capacity = rx + nrma_params.unexp_max;
+	ret = nrma_chunkpool_init(&x->rx_bufs, x->rx_capacity, NRMA_RX_CHUNK,
+				  x->buf_size, sizeof(struct nrma_rx_slot));
+	return ret ? ret : xfer_rx_chunk_reg(ep, 0);
+}
+
 static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 {
 	size_t tx = ep->info->tx_attr->size, rx = ep->info->rx_attr->size;
-	size_t rx_bufs = rx + nrma_params.unexp_max;
 	size_t rndv_size = sizeof(struct nrma_rndv_seg) * NRMA_IOV_LIMIT;
 	int ret;
 
@@ -495,44 +582,46 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 		      (x->eager_size > rndv_size ? x->eager_size : rndv_size);
 	x->own_tx.max = tx;
 	x->tx = &x->own_tx;
-	x->srq_target = rx;
-	xfer_credits_init(x, rx_bufs);
+	xfer_credits_init(x);
 	/* Small RMA reads land in bounce buffers too: FI_RECV for local write. */
 	ret = xfer_register_pool(ep, &x->tx_bufs, tx + rx, x->buf_size,
 				 FI_SEND | FI_RECV, &x->tx_mr);
-	if (ret)
-		return ret;
-	ret = xfer_register_pool(ep, &x->rx_bufs, rx_bufs, x->buf_size, FI_RECV,
-				 &x->rx_mr);
+	if (!ret)
+		ret = xfer_rx_bufs_init(ep, x);
 	if (!ret)
 		ret = nrma_token_table_init(&x->ops, tx + 2 * rx,
 					    sizeof(struct nrma_op));
 	if (!ret)
 		ret = xfer_own_rx_init(ep, x);
-	/* Every receive buffer can hold an unexpected message. */
-	if (!ret && !(x->unexp = calloc(rx_bufs, sizeof(*x->unexp))))
-		ret = -FI_ENOMEM;
-	if (!ret)
-		ret = nrma_bufpool_init(&x->stalls, rx_bufs,
-					sizeof(struct nrma_stalled_read));
 	if (!ret)
 		ret = xfer_scratch_init(ep, x);
-	if (!ret && !(x->rx_owner = calloc(rx_bufs, sizeof(*x->rx_owner))))
-		ret = -FI_ENOMEM;
 	return ret;
 }
 
 /*
- * Every work request is signalled, and an operation posts up to
- * NRMA_OP_MAX_WRS of them (a write, two notification atomics and a
- * delivery read; a rendezvous read one per segment); every posted receive
- * buffer completes too.
+ * The shared receive queue holds rx_attr->size buffers and two a peer up
+ * to FI_NRMA_PEERS_MAX peers.  Every work request may complete (an
+ * operation posts up to NRMA_OP_MAX_WRS of them: a write, two
+ * notification atomics and a delivery read; a rendezvous read one per
+ * segment; unsignaled ones complete when they fail), and so may every
+ * posted receive buffer: the CQ holds them all, within the device's
+ * limits, which then bound the receive queue too.
  */
-size_t nrma_xfer_cq_size(const struct fi_info *info)
+struct nrma_xfer_sizes nrma_xfer_sizes(const struct fi_info *info,
+				       const struct nrma_dev_limits *lim)
 {
 	size_t tx = info->tx_attr->size, rx = info->rx_attr->size;
+	size_t sends = (tx + 2 * rx) * NRMA_OP_MAX_WRS;
+	struct nrma_xfer_sizes sz = {
+		.srq = rx + 2 * nrma_params.peers_max,
+	};
 
-	return (tx + 2 * rx) * NRMA_OP_MAX_WRS + rx + nrma_params.unexp_max;
+	if (sz.srq > lim->max_srq_wr)
+		sz.srq = lim->max_srq_wr;
+	if (sends + sz.srq > lim->max_cqe)
+		sz.srq = lim->max_cqe > sends + rx ? lim->max_cqe - sends : rx;
+	sz.cq = sends + sz.srq;
+	return sz;
 }
 
 int nrma_xfer_open(struct nrma_ep *ep)
@@ -547,6 +636,8 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->stalled_reads);
 	nrma_dlist_init(&x->blocked_conns);
 	nrma_dlist_init(&x->credit_owed);
+	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
+		nrma_dlist_init(&x->credit_wanting[c]);
 	nrma_dlist_init(&x->batch_deferred);
 	nrma_dlist_init(&x->connecting);
 	nrma_dlist_init(&x->triggered);
@@ -582,16 +673,12 @@ void nrma_xfer_close(struct nrma_ep *ep)
 			nrma_verbs_mr_dereg(op->mr[j]);
 	}
 	xfer_mr_dereg(x->tx_mr);
-	xfer_mr_dereg(x->rx_mr);
 	xfer_mr_dereg(x->scratch_mr);
 	free(x->scratch);
 	nrma_bufpool_fini(&x->tx_bufs);
-	nrma_bufpool_fini(&x->rx_bufs);
+	xfer_rx_bufs_fini(x);
 	nrma_token_table_fini(&x->ops);
 	nrma_rx_ctx_fini(&x->own_rx);
-	free(x->unexp);
-	nrma_bufpool_fini(&x->stalls);
-	free(x->rx_owner);
 	free(x);
 	ep->xfer = NULL;
 }

@@ -15,17 +15,18 @@
  *
  * A message with no posted receive waits in its receive buffer on the
  * unexpected queue; buffers are replaced while the pool lasts.  Credits
- * (nrma_credit.c) keep a peer from sending more than the buffers kept
- * for it: a send past them waits at the sender, so the shared receive
- * queue does not run dry, and what else goes to that peer (ACKs, reads,
- * RMA) never waits behind a message it has no room for.  Nothing is
- * dropped.
+ * (nrma_credit.c) keep all peers together from sending more than the
+ * buffers posted: a send past its credits waits at the sender, so the
+ * shared receive queue does not run dry, and what else goes to that peer
+ * (ACKs, reads, RMA) never waits behind a message it has no room for.
+ * Nothing is dropped.
  */
 #ifndef NRMA_XFER_H
 #define NRMA_XFER_H
 
 #include "nrma.h"
 #include "nrma_bufpool.h"
+#include "nrma_chunkpool.h"
 #include "nrma_cm.h"
 #include "nrma_match.h"
 #include "nrma_proto.h"
@@ -122,6 +123,13 @@ struct nrma_stalled_read {
 	size_t len;
 };
 
+/* What a receive buffer holds besides its bytes: records that never move. */
+struct nrma_rx_slot {
+	struct nrma_unexp unexp;	/* its message, while unexpected */
+	struct nrma_rx_owner owner;	/* whose credit it is */
+	struct nrma_stalled_read stall; /* its rendezvous message, waiting */
+};
+
 /*
  * A receive context: where receives are posted and messages matched.
  * Each endpoint has its own; those bound to a shared receive context
@@ -181,10 +189,11 @@ struct nrma_xfer {
 	size_t eager_size;
 	size_t buf_size;
 	struct nrma_bufpool tx_bufs;
-	struct nrma_bufpool rx_bufs;
-	struct nrma_rx_owner *rx_owner; /* by receive buffer */
+	/* Receive buffers, struct nrma_rx_slot records, chunks registered
+	 * one by one (reg: struct nrma_verbs_mr). */
+	struct nrma_chunkpool rx_bufs;
+	size_t rx_capacity; /* buffers the pool is to have */
 	struct nrma_verbs_mr *tx_mr;
-	struct nrma_verbs_mr *rx_mr;
 	struct nrma_token_table ops; /* struct nrma_op */
 	struct nrma_rx_ctx *rx;	     /* &own_rx, or a shared one */
 	struct nrma_rx_ctx own_rx;
@@ -192,29 +201,58 @@ struct nrma_xfer {
 	 * names (hdr->rx_ctx); none: only rx. */
 	struct nrma_rx_ctx **named;
 	size_t nnamed;
-	struct nrma_unexp *unexp;  /* by receive buffer */
 	struct nrma_tx_budget *tx; /* &own_tx, or a shared one */
 	struct nrma_tx_budget own_tx;
 	size_t sends; /* of tx->sends, this endpoint's */
 	size_t srq_posted;
 	size_t srq_target;
+	size_t srq_max; /* what the device's queues take */
 	struct nrma_dlist pending_acks;
 	struct nrma_dlist pending_reads; /* struct nrma_op */
 	struct nrma_dlist stalled_reads; /* struct nrma_stalled_read */
-	struct nrma_bufpool stalls;	 /* one a receive buffer */
 	size_t acks;			 /* ACKs posted, not yet completed */
 	int64_t checked_ms;	   /* sends waiting for ACKs last checked */
 	int64_t stalls_checked_ms; /* connections last watched for stalls */
 	uint64_t *scratch;	   /* where notification atomics fetch to */
 	struct nrma_verbs_mr *scratch_mr;
-	size_t credits_msg; /* what we grant each peer */
+	/*
+	 * Flow control (nrma_credit.c): what all peers may send together
+	 * never exceeds the receive buffers posted.  Each peer is topped up
+	 * towards its share, by class, from the buffers no peer holds.
+	 */
+	size_t credits_msg; /* a peer's share */
 	size_t credits_ctl;
+	size_t credit_out;    /* granted and not yet used, by all peers */
+	size_t credit_conns;  /* connections open */
+	size_t credit_backed; /* the most whose floors buffers were added for */
+	/* conns below their share, by class (conn->credit_want) */
+	struct nrma_dlist credit_wanting[NRMA_CREDIT_CLASSES];
 	struct nrma_dlist blocked_conns;  /* with sends waiting for credits */
 	struct nrma_dlist credit_owed;	  /* owed credits we could not send */
 	struct nrma_dlist batch_deferred; /* conns whose batch waits for room */
 	struct nrma_dlist connecting;	  /* sends waiting for a connection */
 	struct nrma_dlist triggered;	  /* held for their counters */
 };
+
+/* Receive buffers (nrma_xfer.c) */
+static inline void *nrma_rx_buf(const struct nrma_xfer *x, uint32_t buf)
+{
+	return nrma_chunkpool_buf(&x->rx_bufs, buf);
+}
+
+static inline struct nrma_rx_slot *nrma_rx_slot_of(const struct nrma_xfer *x,
+						   uint32_t buf)
+{
+	return nrma_chunkpool_rec(&x->rx_bufs, buf);
+}
+
+uint32_t nrma_rx_lkey(const struct nrma_xfer *x, uint32_t buf);
+/*
+ * n more buffers posted on the shared receive queue (a connection's
+ * floor, for the caller to grant): the pool grows when it must.
+ * -FI_ENOSPC once the device's queues are full.
+ */
+int nrma_rx_bufs_add(struct nrma_ep *ep, size_t n);
 
 /* Operations and posting (nrma_xfer.c) */
 struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
@@ -287,7 +325,11 @@ int nrma_progress_poll(struct nrma_ep *ep);
 
 /* Credits (nrma_credit.c) */
 int nrma_credit_conn_open(struct nrma_ep *ep, struct nrma_conn *conn);
-void nrma_credit_conn_close(struct nrma_conn *conn);
+void nrma_credit_conn_close(struct nrma_ep *ep, struct nrma_conn *conn);
+void nrma_credit_connected(struct nrma_ep *ep, struct nrma_conn *conn);
+/* Buffers went on the shared receive queue: peers below their share get
+ * credits from those no peer holds. */
+void nrma_credit_refill(struct nrma_ep *ep);
 bool nrma_credit_has(const struct nrma_conn *conn,
 		     enum nrma_credit_class class);
 bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class);
@@ -318,6 +360,7 @@ void nrma_send_connecting(struct nrma_ep *ep);
 void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		       struct nrma_conn *conn);
 void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf);
+void nrma_srq_fill(struct nrma_ep *ep);
 void nrma_srq_refill(struct nrma_ep *ep);
 void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_reads_retry(struct nrma_ep *ep);

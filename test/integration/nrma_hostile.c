@@ -19,9 +19,9 @@
  *     FI_REMOTE_WRITE, its descriptor passed): H reads the message with
  *     the key it was given, ACKs, and once V's send completed the key
  *     reads nothing more;
- *  5. it connects a third time and sends one message more than V's
- *     credits allow (until then it keeps to them): V drops the
- *     connection;
+ *  5. it connects a third time and sends while V's credits last, which
+ *     V tops up as its spare buffers replace those H's messages hold, and
+ *     one message more once they stop coming: V drops the connection;
  *  6. it connects a fourth time, granting credits but posting no receive:
  *     V's message to it waits in the device's receiver-not-ready retries,
  *     which never end, until V's stall watch (FI_NRMA_STALL_MS, here
@@ -45,6 +45,9 @@
 #define FAKE_CREDITS_MSG (FAKE_BUFS - FAKE_CREDITS_CTL)
 #define FAKE_CELL	 4096
 #define STALL_MS	 2000
+/* H's overrun: V's spare buffers run out well before this many. */
+#define FAKE_OVERRUN_MAX 4096
+#define FAKE_QUIET_MS	 1000
 
 enum {
 	STEP_NAMES = 1, /* H and P are up */
@@ -353,25 +356,49 @@ static void hostile_key(struct itest_chan *ch, const struct sockaddr_in *v,
 	fake_close(&f);
 }
 
-/* 5. Messages past the credits V granted lose H its connection. */
+/*
+ * 5. A message past the credits V told H of loses H its connection.  V
+ * tops H up as its spare buffers replace those H's messages hold; once
+ * they stop coming (FAKE_QUIET_MS), H sends one more.
+ */
+static bool fake_credit_within(struct fake *f, int ms)
+{
+	int64_t until = itest_now_ms() + ms;
+
+	while (!nrma_credit_avail(&f->credit[NRMA_CREDIT_MSG],
+				  f->cell[NRMA_CREDIT_MSG]))
+		if (itest_now_ms() >= until)
+			return false;
+	return true;
+}
+
 static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
 			    const struct sockaddr_in *claim)
 {
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
 	struct nrma_hdr *hdr;
 	struct fake f;
+	uint64_t i;
 	int reason;
 
 	fake_open(&f, v, FAKE_BUFS);
 	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
 	       "H connects a third time (reason %d)", reason);
 	hdr = (void *) (f.buf + FAKE_BUFS * FAKE_BUF);
-	for (uint64_t i = 0; i <= f.credit[NRMA_CREDIT_MSG].grant; i++) {
-		struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
-
+	for (i = 0; fake_credit_within(&f, FAKE_QUIET_MS); i++) {
+		EXPECT(i < FAKE_OVERRUN_MAX,
+		       "V stops granting within %d "
+		       "messages",
+		       FAKE_OVERRUN_MAX);
+		f.credit[NRMA_CREDIT_MSG].sent++;
 		*hdr = (struct nrma_hdr){ .op = NRMA_HDR_EAGER, .token = i };
 		EXPECT(fake_post(&f, &wr, sizeof(*hdr)) == IBV_WC_SUCCESS,
-		       "message %" PRIu64 " of the overrun goes", i);
+		       "message %" PRIu64 " within H's credits goes", i);
 	}
+	/* Into a buffer that another peer's credits hold. */
+	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_EAGER, .token = i };
+	EXPECT(fake_post(&f, &wr, sizeof(*hdr)) == IBV_WC_SUCCESS,
+	       "message %" PRIu64 ", past H's credits, goes", i);
 	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
 	itest_signal(ch, STEP_OVERRUN);
 	fake_close(&f);

@@ -3,8 +3,9 @@
  * Message features between a receiver (this process, "R") and a
  * forked sender ("S"), on fresh endpoints (see itest_rs.h): unexpected
  * messages: 32 sent (two by rendezvous) before any receive, more than
- * the receiver's credits (FI_NRMA_CREDITS, set here); and 1200, more than
- * the receiver has buffers for.
+ * the sender's share of credits (FI_NRMA_CREDITS, set here), which the
+ * receiver's spare buffers let it top up; and 1200, more than the
+ * receiver has buffers for.
  */
 #include "itest_rs.h"
 
@@ -19,32 +20,35 @@ static size_t unexp_len(size_t i)
 
 #define UNEXP_N	      32
 #define UNEXP_SLACK   16
-#define UNEXP_CREDITS 12 /* fewer than the 30 eager messages */
+#define UNEXP_CREDITS 12 /* a share smaller than the 30 eager messages */
 
 /*
- * The eager sends among the first UNEXP_CREDITS complete while R posts no
- * receive (each once its data is at R), and then nothing more does: the
- * rest wait at S for credits.
+ * Every eager send completes while R posts no receive (each once its data
+ * is at R), though they are more than S's share of credits: R's pool tops
+ * S up as R's spare buffers replace those its messages hold, so that a
+ * message R waits for never waits behind the same peer's unexpected ones.
+ * The rendezvous sends wait for R's receives, which read them.
  */
 static size_t unexp_sent_early(struct itest_node *n, bool *done,
 			       const char *phase)
 {
 	size_t early = 0;
 
-	for (size_t i = 0; i < UNEXP_CREDITS; i++)
+	for (size_t i = 0; i < UNEXP_N; i++)
 		early += unexp_len(i) <= 8192;
+	EXPECT(early > UNEXP_CREDITS, "%zu eager sends", early);
 	for (size_t i = 0; i < early; i++) {
 		struct itest_comp c = itest_cq_wait(n->tx, phase);
 		size_t k = CTX_INDEX(c.op_context);
 
-		EXPECT(k < UNEXP_CREDITS && unexp_len(k) <= 8192 && !done[k],
+		EXPECT(k < UNEXP_N && unexp_len(k) <= 8192 && !done[k],
 		       "send %zu (%zu bytes) completed before R posted "
 		       "any receive",
 		       k, k < UNEXP_N ? unexp_len(k) : 0);
 		done[k] = true;
 	}
 	itest_cq_expect_empty_at(__FILE__, __LINE__, n->tx, 200,
-				 "sends past R's credits wait for them");
+				 "rendezvous sends wait for their receives");
 	return early;
 }
 

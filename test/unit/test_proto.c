@@ -70,6 +70,11 @@ static void test_cm_msg_data_roundtrip(void **state)
 	assert_int_equal(parsed->app_len, 5);
 	assert_memory_equal(parsed->app, app, 5);
 	assert_true(nrma_cm_grant_valid(&parsed->grant));
+	/* No credits yet is a grant: more come to its cell. */
+	grant.credits_msg = grant.credits_ctl = 0;
+	assert_true(nrma_cm_grant_valid(&grant));
+	grant.credit_rkey = 0;
+	assert_false(nrma_cm_grant_valid(&grant));
 	/* At most NRMA_CM_MSG_APP_MAX bytes: a request's private data. */
 	len = nrma_cm_msg_data_init(buf, NULL, app, sizeof(app));
 	assert_int_equal(len, NRMA_CM_REQ_DATA_MAX);
