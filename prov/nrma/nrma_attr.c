@@ -86,9 +86,11 @@ int nrma_fabric_name(const struct sockaddr_in *addr,
 	return (n < 0 || (size_t) n >= len) ? -FI_ETOOSMALL : 0;
 }
 
+/* At most what MR keys can name (nrma_proto.h). */
 size_t nrma_mr_cnt(const struct nrma_device *dev)
 {
-	return min_size(dev->limits.max_mr, nrma_params.mr_max);
+	return min_size(min_size(dev->limits.max_mr, nrma_params.mr_max),
+			NRMA_KEY_SLOTS_MAX);
 }
 
 static void fill_attrs(struct fi_info *info, const struct nrma_device *dev,

@@ -71,7 +71,7 @@ static void nrma_define_params(void)
 		nrma_params.notify_cells);
 	fi_param_define(
 		&nrma_prov, "mr_max", FI_PARAM_SIZE_T,
-		"Memory regions a domain offers (domain_attr mr_cnt): its key table, which peers read, holds 48 pinned bytes for each (default: %zu)",
+		"Memory regions a domain offers (domain_attr mr_cnt): its key table, which peers read, holds 56 pinned bytes for each, at most 65535 (default: %zu)",
 		nrma_params.mr_max);
 	fi_param_define(
 		&nrma_prov, "wait_spin_us", FI_PARAM_INT,

@@ -2,21 +2,25 @@
 /*
  * Key tables.  A provider key must let an initiator reach a registration
  * with no call at the target, and must stay small and stable enough for
- * applications that address regions by offset: a key is a slot of this
- * table (nrma_key_make), and the slot holds the verbs rkey, the address
- * and length, the rights and the notification cell.  Initiators read a
- * slot once per connection and key (nrma_rkey.c).  A slot used again gets
- * a new generation, so a closed registration's key never names another.
+ * applications that address regions by offset: a key names a slot of
+ * this table and carries a random secret (nrma_key_make), and the slot
+ * holds the verbs rkey, the address and length, the rights and the
+ * notification cell, sealed with the key (nrma_key_seal): a peer that
+ * reads the table learns nothing it was not handed the key to.
+ * Initiators read a slot once per connection and key (nrma_rkey.c).  A
+ * slot used again gets a new secret, so a closed registration's key
+ * never names another.
  *
  * The table is registered for remote reads alone, at remote address 0.
  * Its slots change under the table's lock; readers on the wire take no
- * lock, so a slot's key goes in last and comes out first, and its check
- * catches a read that raced a change.
+ * lock: a slot's two sequence words go odd before a change and even
+ * after it, and a reader that sees them differ reads again.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 
 #include "nrma.h"
 #include "nrma_keytab.h"
@@ -24,11 +28,12 @@
 #include "nrma_verbs.h"
 
 struct nrma_keytab {
-	struct nrma_key_slot *slots; /* what peers read */
-	size_t bytes;		     /* mapped, whole pages */
+	struct nrma_key_sealed *sealed; /* what peers read */
+	size_t bytes;			/* mapped, whole pages */
 	uint32_t count;
-	uint32_t *gen;	/* by slot: the generation of its next key */
-	uint32_t *free; /* stack of free slot indices */
+	uint64_t *keys;		     /* by slot: its key, 0 if free */
+	struct nrma_key_slot *plain; /* by slot: what its key names */
+	uint32_t *free;		     /* stack of free slot indices */
 	uint32_t nfree;
 	struct nrma_verbs_mr *mr;
 	uint32_t rkey;
@@ -43,23 +48,23 @@ int nrma_keytab_open(struct nrma_verbs_domain *vdom, size_t slots,
 
 	if (!t)
 		return -FI_ENOMEM;
-	if (slots > UINT32_MAX - 1)
-		slots = UINT32_MAX - 1;
+	if (slots > NRMA_KEY_SLOTS_MAX)
+		slots = NRMA_KEY_SLOTS_MAX;
 	t->count = (uint32_t) slots;
-	t->gen = calloc(slots, sizeof(*t->gen));
+	t->keys = calloc(slots, sizeof(*t->keys));
+	t->plain = calloc(slots, sizeof(*t->plain));
 	t->free = malloc(slots * sizeof(*t->free));
-	if (t->gen && t->free)
-		t->slots = nrma_verbs_pages_map(slots * sizeof(*t->slots),
-						&t->bytes);
-	if (t->slots)
-		ret = nrma_verbs_zero_reg(vdom, t->slots, t->bytes,
+	if (t->keys && t->plain && t->free)
+		t->sealed = nrma_verbs_pages_map(slots * sizeof(*t->sealed),
+						 &t->bytes);
+	if (t->sealed)
+		ret = nrma_verbs_zero_reg(vdom, t->sealed, t->bytes,
 					  NRMA_VERBS_ZERO_READ, &t->mr,
 					  &t->rkey);
 	if (ret) {
 		nrma_keytab_close(t);
 		return ret;
 	}
-	/* The lowest slots first: a fresh domain's keys are 1, 2, ... */
 	for (uint32_t i = t->count; i > 0; i--)
 		t->free[t->nfree++] = i - 1;
 	pthread_mutex_init(&t->lock, NULL);
@@ -73,27 +78,68 @@ void nrma_keytab_close(struct nrma_keytab *t)
 		nrma_verbs_mr_dereg(t->mr);
 		pthread_mutex_destroy(&t->lock);
 	}
-	if (t->slots)
-		munmap(t->slots, t->bytes);
-	free(t->gen);
+	if (t->sealed)
+		munmap(t->sealed, t->bytes);
+	free(t->keys);
+	free(t->plain);
 	free(t->free);
 	free(t);
 }
 
-/* Where peers find key, or NULL if it names no slot of ours. */
-static struct nrma_key_slot *keytab_slot(struct nrma_keytab *t, uint64_t key)
+/* The slot key names, or UINT32_MAX if it names none of ours. */
+static uint32_t keytab_index(const struct nrma_keytab *t, uint64_t key)
 {
 	uint32_t index = nrma_key_index(key);
 
-	return index < t->count && t->slots[index].key == key ?
-		       &t->slots[index] :
-		       NULL;
+	return index < t->count && key && t->keys[index] == key ? index :
+								  UINT32_MAX;
+}
+
+/*
+ * Seals what slot index names under key (0: nothing), between odd and
+ * even sequence words, so that a reader on the wire sees the change
+ * whole or knows to read again.
+ */
+static void keytab_publish(struct nrma_keytab *t, uint32_t index, uint64_t key)
+{
+	struct nrma_key_sealed *s = &t->sealed[index];
+	uint64_t busy = s->seq + 1, done = s->seq + 2;
+
+	atomic_store_explicit((_Atomic uint64_t *) &s->seq, busy,
+			      memory_order_relaxed);
+	atomic_store_explicit((_Atomic uint64_t *) &s->seq_end, busy,
+			      memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	if (key) {
+		nrma_key_seal(s, key, done, &t->plain[index]);
+	} else {
+		memset(s->words, 0, sizeof(s->words));
+		s->mac = 0;
+	}
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit((_Atomic uint64_t *) &s->seq_end, done,
+			      memory_order_relaxed);
+	atomic_store_explicit((_Atomic uint64_t *) &s->seq, done,
+			      memory_order_relaxed);
+}
+
+/* A key for slot index that is neither 0 nor its last one. */
+static uint64_t keytab_new_key(const struct nrma_keytab *t, uint32_t index)
+{
+	uint64_t secret, key;
+
+	do {
+		/* Only a signal interrupts it, once the system booted. */
+		while (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
+			;
+		key = nrma_key_make(index, secret);
+	} while (key == t->keys[index] || !(key >> NRMA_KEY_INDEX_BITS));
+	return key;
 }
 
 int nrma_keytab_add(struct nrma_keytab *t, const struct nrma_key_slot *fields,
 		    uint64_t *key)
 {
-	struct nrma_key_slot next = *fields;
 	uint32_t index;
 
 	pthread_mutex_lock(&t->lock);
@@ -102,13 +148,10 @@ int nrma_keytab_add(struct nrma_keytab *t, const struct nrma_key_slot *fields,
 		return -FI_ENOSPC;
 	}
 	index = t->free[--t->nfree];
-	next.key = *key = nrma_key_make(index, t->gen[index]);
-	next.reserved = 0;
-	next.check = nrma_key_slot_check(&next);
-	next.key = 0;
-	t->slots[index] = next;
-	atomic_thread_fence(memory_order_release);
-	t->slots[index].key = *key;
+	*key = t->keys[index] = keytab_new_key(t, index);
+	t->plain[index] = *fields;
+	t->plain[index].reserved = 0;
+	keytab_publish(t, index, *key);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -116,30 +159,26 @@ int nrma_keytab_add(struct nrma_keytab *t, const struct nrma_key_slot *fields,
 void nrma_keytab_set_cell(struct nrma_keytab *t, uint64_t key,
 			  uint32_t cell_rkey)
 {
-	struct nrma_key_slot *slot;
+	uint32_t index;
 
 	pthread_mutex_lock(&t->lock);
-	slot = keytab_slot(t, key);
-	if (slot) {
-		slot->cell_rkey = cell_rkey;
-		atomic_thread_fence(memory_order_release);
-		slot->check = nrma_key_slot_check(slot);
+	index = keytab_index(t, key);
+	if (index != UINT32_MAX) {
+		t->plain[index].cell_rkey = cell_rkey;
+		keytab_publish(t, index, key);
 	}
 	pthread_mutex_unlock(&t->lock);
 }
 
 void nrma_keytab_remove(struct nrma_keytab *t, uint64_t key)
 {
-	struct nrma_key_slot *slot;
-	uint32_t index = nrma_key_index(key);
+	uint32_t index;
 
 	pthread_mutex_lock(&t->lock);
-	slot = keytab_slot(t, key);
-	if (slot) {
-		slot->key = 0;
-		atomic_thread_fence(memory_order_release);
-		memset(slot, 0, sizeof(*slot));
-		t->gen[index]++;
+	index = keytab_index(t, key);
+	if (index != UINT32_MAX) {
+		keytab_publish(t, index, 0);
+		memset(&t->plain[index], 0, sizeof(t->plain[index]));
 		t->free[t->nfree++] = index;
 	}
 	pthread_mutex_unlock(&t->lock);

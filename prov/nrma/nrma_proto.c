@@ -80,34 +80,94 @@ const struct nrma_cm_msg_data *nrma_cm_msg_data_parse(const void *buf,
 	return data;
 }
 
-/* One step of a hash of the slot's fields (splitmix64's finaliser). */
-static uint64_t proto_mix(uint64_t h, uint64_t v)
+/* SipHash-2-4 (Aumasson and Bernstein) of n 64-bit words. */
+#define PROTO_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+
+static void proto_sip_rounds(uint64_t v[4], int rounds)
 {
-	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-	return h ^ (h >> 31);
+	while (rounds--) {
+		v[0] += v[1];
+		v[1] = PROTO_ROTL(v[1], 13) ^ v[0];
+		v[0] = PROTO_ROTL(v[0], 32);
+		v[2] += v[3];
+		v[3] = PROTO_ROTL(v[3], 16) ^ v[2];
+		v[0] += v[3];
+		v[3] = PROTO_ROTL(v[3], 21) ^ v[0];
+		v[2] += v[1];
+		v[1] = PROTO_ROTL(v[1], 17) ^ v[2];
+		v[2] = PROTO_ROTL(v[2], 32);
+	}
 }
 
-uint64_t nrma_key_slot_check(const struct nrma_key_slot *slot)
+static uint64_t proto_siphash(uint64_t k0, uint64_t k1, const uint64_t *m,
+			      size_t n)
 {
-	uint64_t h = proto_mix(0, slot->key);
+	uint64_t v[4] = { k0 ^ 0x736f6d6570736575ULL,
+			  k1 ^ 0x646f72616e646f6dULL,
+			  k0 ^ 0x6c7967656e657261ULL,
+			  k1 ^ 0x7465646279746573ULL };
+	uint64_t last = (uint64_t) (n * 8) << 56;
 
-	h = proto_mix(h, slot->addr);
-	h = proto_mix(h, slot->len);
-	h = proto_mix(h, (uint64_t) slot->rkey << 32 | slot->cell_rkey);
-	return proto_mix(h, slot->access);
+	for (size_t i = 0; i < n; i++) {
+		v[3] ^= m[i];
+		proto_sip_rounds(v, 2);
+		v[0] ^= m[i];
+	}
+	v[3] ^= last;
+	proto_sip_rounds(v, 2);
+	v[0] ^= last;
+	v[2] ^= 0xff;
+	proto_sip_rounds(v, 4);
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
 }
 
-enum nrma_key_verdict nrma_key_slot_verdict(const void *buf, uint64_t key,
-					    struct nrma_key_slot *out)
+/* The key's two uses, kept apart: a stream to hide with, a mac. */
+#define PROTO_SEAL_STREAM 0x6e726d612d6b7331ULL /* "nrma-ks1" */
+#define PROTO_SEAL_MAC	  0x6e726d612d6d6131ULL /* "nrma-ma1" */
+
+/* The slot's words hidden with (or, again, shown from) key's stream. */
+static void proto_key_stream(uint64_t key, uint64_t seq, const uint64_t *in,
+			     uint64_t *out)
 {
-	memcpy(out, buf, sizeof(*out));
-	/* A key being registered is not in use yet: empty is absent. */
-	if (!key || out->key != key)
+	for (uint64_t i = 0; i < NRMA_KEY_SLOT_WORDS; i++) {
+		uint64_t m[2] = { seq, i };
+
+		out[i] = in[i] ^ proto_siphash(key, PROTO_SEAL_STREAM, m, 2);
+	}
+}
+
+static uint64_t proto_key_mac(uint64_t key, uint64_t seq, const uint64_t *w)
+{
+	uint64_t m[1 + NRMA_KEY_SLOT_WORDS] = { seq };
+
+	memcpy(&m[1], w, NRMA_KEY_SLOT_WORDS * sizeof(*w));
+	return proto_siphash(key, PROTO_SEAL_MAC, m, 1 + NRMA_KEY_SLOT_WORDS);
+}
+
+void nrma_key_seal(struct nrma_key_sealed *out, uint64_t key, uint64_t seq,
+		   const struct nrma_key_slot *slot)
+{
+	uint64_t w[NRMA_KEY_SLOT_WORDS];
+
+	memcpy(w, slot, sizeof(w));
+	proto_key_stream(key, seq, w, out->words);
+	out->mac = proto_key_mac(key, seq, w);
+}
+
+enum nrma_key_verdict nrma_key_unseal(const void *buf, uint64_t key,
+				      struct nrma_key_slot *out)
+{
+	struct nrma_key_sealed s;
+	uint64_t w[NRMA_KEY_SLOT_WORDS];
+
+	memcpy(&s, buf, sizeof(s));
+	if (s.seq != s.seq_end || s.seq % 2)
+		return NRMA_KEY_TORN;
+	proto_key_stream(key, s.seq, s.words, w);
+	if (!key || s.mac != proto_key_mac(key, s.seq, w))
 		return NRMA_KEY_ABSENT;
-	return out->check == nrma_key_slot_check(out) ? NRMA_KEY_VALID :
-							NRMA_KEY_TORN;
+	memcpy(out, w, sizeof(*out));
+	return NRMA_KEY_VALID;
 }
 
 int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,

@@ -173,19 +173,25 @@ struct nrma_rndv_seg {
 int nrma_hdr_check(const void *buf, size_t len);
 
 /*
- * An MR key names a slot of its domain's key table: the slot's index + 1
- * in bits 0-31 and the slot's generation in bits 32-63, so a key is never
- * 0 and a slot used again gets a new key.
+ * An MR key names a slot of its domain's key table and carries the secret
+ * its slot is sealed with: the slot's index + 1 in bits 0-15 (so a key is
+ * never 0) and 48 random bits above.  Keys say nothing of each other, and
+ * a slot used again gets a new secret.
  */
-static inline uint64_t nrma_key_make(uint32_t index, uint32_t gen)
+#define NRMA_KEY_INDEX_BITS 16
+#define NRMA_KEY_SLOTS_MAX  ((1u << NRMA_KEY_INDEX_BITS) - 1)
+#define NRMA_KEY_SECRET_MAX (UINT64_MAX >> NRMA_KEY_INDEX_BITS)
+
+static inline uint64_t nrma_key_make(uint32_t index, uint64_t secret)
 {
-	return (uint64_t) gen << 32 | ((uint64_t) index + 1);
+	return (secret & NRMA_KEY_SECRET_MAX) << NRMA_KEY_INDEX_BITS |
+	       ((uint64_t) index + 1);
 }
 
-/* The slot a key names; UINT32_MAX for none (key 0). */
+/* The slot a key names; UINT32_MAX for none (an index of 0). */
 static inline uint32_t nrma_key_index(uint64_t key)
 {
-	return (uint32_t) key - 1;
+	return (uint32_t) (key & NRMA_KEY_SLOTS_MAX) - 1;
 }
 
 #define NRMA_KEY_REMOTE_READ   (1 << 0)
@@ -193,23 +199,37 @@ static inline uint32_t nrma_key_index(uint64_t key)
 /* Notification set: 8-byte aligned fetch-and-adds alone. */
 #define NRMA_KEY_REMOTE_NOTIFY (1 << 2)
 
-/*
- * What an MR key names, as peers read it.  The owner writes a new slot's
- * key last and clears a dead one's first; check, a hash of the other
- * fields and the key, tells a reader that raced a change to read again.
- */
+/* What an MR key names. */
 struct nrma_key_slot {
-	uint64_t key;  /* 0: empty */
 	uint64_t addr; /* the registration's virtual address */
 	uint64_t len;
 	uint32_t rkey;
 	uint32_t cell_rkey; /* its notification cell, 0: none */
 	uint32_t access;    /* NRMA_KEY_REMOTE_* */
 	uint32_t reserved;
-	uint64_t check;
 };
 
-uint64_t nrma_key_slot_check(const struct nrma_key_slot *slot);
+#define NRMA_KEY_SLOT_WORDS (sizeof(struct nrma_key_slot) / 8)
+_Static_assert(sizeof(struct nrma_key_slot) % 8 == 0, "a slot is words");
+
+/*
+ * A slot as peers read it: sealed with its key, so that reading the
+ * table tells nothing (no rkey, no address) to a peer the key was not
+ * handed to, and only the key's holder can check it.  The owner makes seq
+ * and seq_end odd before a change and both the next even value after it;
+ * a reader that finds them unequal or odd read a change (torn), and one
+ * whose mac does not check out has no such key.
+ */
+struct nrma_key_sealed {
+	uint64_t seq;
+	uint64_t words[NRMA_KEY_SLOT_WORDS]; /* XORed with the key's stream */
+	uint64_t mac;			     /* of seq and the slot */
+	uint64_t seq_end;
+};
+
+/* Seals slot for key at sequence seq (even) into out's words and mac. */
+void nrma_key_seal(struct nrma_key_sealed *out, uint64_t key, uint64_t seq,
+		   const struct nrma_key_slot *slot);
 
 enum nrma_key_verdict {
 	NRMA_KEY_VALID,
@@ -217,9 +237,9 @@ enum nrma_key_verdict {
 	NRMA_KEY_ABSENT, /* the key names no registration */
 };
 
-/* What a slot read from a peer says of key (slot may be unaligned). */
-enum nrma_key_verdict nrma_key_slot_verdict(const void *slot, uint64_t key,
-					    struct nrma_key_slot *out);
+/* What a sealed slot read from a peer says of key (buf may be unaligned). */
+enum nrma_key_verdict nrma_key_unseal(const void *buf, uint64_t key,
+				      struct nrma_key_slot *out);
 
 /*
  * The remote address of len bytes at addr (an offset into the region, or

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Peers' MR keys.  A key names a slot of the peer domain's key table
- * (nrma_keytab.c); the first operation with a key on a connection reads
- * that slot with RDMA read and waits for it (or, after a while, returns
- * -FI_EAGAIN, as the first operation to a peer does while it connects),
- * and what the slot says serves every later operation on the connection.
- * Keys are never reused, so what we learned cannot come to name another
- * region: an operation on a region closed since fails at the device, as
- * it would with the verbs rkey itself.
+ * (nrma_keytab.c) and carries the secret the slot is sealed with; the
+ * first operation with a key on a connection reads that slot with RDMA
+ * read and waits for it (or, after a while, returns -FI_EAGAIN, as the
+ * first operation to a peer does while it connects), unseals it, and what
+ * it says serves every later operation on the connection.  Keys are never
+ * reused, so what we learned cannot come to name another region: an
+ * operation on a region closed since fails at the device, as it would
+ * with the verbs rkey itself.
  *
  * What an operation may touch is checked here, before it goes: a key the
  * peer does not have, or a range or right the region does not give, ends
@@ -50,13 +51,13 @@ static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
 
 	if (!op)
 		return;
-	sge = nrma_tx_buf_sge(x, op, sizeof(struct nrma_key_slot));
+	sge = nrma_tx_buf_sge(x, op, sizeof(struct nrma_key_sealed));
 	wr = (struct nrma_wr){
 		.op = NRMA_WR_READ,
 		.sge = &sge,
 		.sge_count = 1,
 		.raddr = (uint64_t) nrma_key_index(rk->key) *
-			 sizeof(struct nrma_key_slot),
+			 sizeof(struct nrma_key_sealed),
 		.rkey = conn->keytab_rkey,
 	};
 	op->resolving = rk->key;
@@ -83,15 +84,21 @@ static void rkey_wait(struct nrma_ep *ep, struct nrma_conn *conn,
 	conn->refs--;
 }
 
+/* Keys are kept by slot: the last one each slot was asked for. */
+static uint32_t rkey_hash_key(uint64_t key)
+{
+	return nrma_key_index(key) + 1;
+}
+
 /* What we know of the key using key's slot; NULL when out of memory. */
 static struct nrma_rkey *rkey_entry(struct nrma_conn *conn, uint64_t key)
 {
-	struct nrma_rkey *rk = nrma_hash_find(&conn->rkeys, (uint32_t) key);
+	struct nrma_rkey *rk = nrma_hash_find(&conn->rkeys, rkey_hash_key(key));
 
 	if (rk)
 		return rk;
 	rk = calloc(1, sizeof(*rk));
-	if (rk && nrma_hash_insert(&conn->rkeys, (uint32_t) key, rk)) {
+	if (rk && nrma_hash_insert(&conn->rkeys, rkey_hash_key(key), rk)) {
 		free(rk);
 		return NULL;
 	}
@@ -158,12 +165,12 @@ static enum nrma_rkey_state rkey_state_of(enum nrma_key_verdict verdict)
 void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
 {
 	struct nrma_rkey *rk =
-		nrma_hash_find(&op->conn->rkeys, (uint32_t) op->resolving);
+		nrma_hash_find(&op->conn->rkeys, rkey_hash_key(op->resolving));
 	enum nrma_key_verdict verdict = NRMA_KEY_TORN;
 	struct nrma_key_slot slot;
 
 	if (!op->error)
-		verdict = nrma_key_slot_verdict(
+		verdict = nrma_key_unseal(
 			nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
 			op->resolving, &slot);
 	if (rk && rk->key == op->resolving && rk->state == NRMA_RKEY_READING) {

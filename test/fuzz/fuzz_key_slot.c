@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libFuzzer target: a key table slot as an initiator reads it from a
- * peer, with the operation it is asked to serve.  Whatever the bytes, the
- * verdict must only call a slot valid for its own key, and the target
- * address must keep the operation inside the region the slot names, with
- * rights the slot gives, never wrapping.
+ * libFuzzer target: a sealed key table slot as an initiator reads it from
+ * a peer, with the key and the operation it is asked to serve.  Whatever
+ * the bytes, the verdict must only call a slot valid when it was sealed
+ * with that key (sealing what it gave back again makes the same bytes),
+ * and the target address must keep the operation inside the region the
+ * slot names, with rights the slot gives, never wrapping.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,31 +49,35 @@ static void slot_served(const struct nrma_key_slot *slot,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct nrma_key_slot slot;
+	struct nrma_key_sealed sealed, again;
+	struct nrma_key_slot slot = { 0 };
 	struct fuzz_op op;
 
-	if (size < sizeof(slot) + sizeof(op))
+	if (size < sizeof(sealed) + sizeof(op))
 		return 0;
-	memcpy(&op, data + sizeof(slot), sizeof(op));
-	switch (nrma_key_slot_verdict(data, op.key, &slot)) {
+	memcpy(&sealed, data, sizeof(sealed));
+	memcpy(&op, data + sizeof(sealed), sizeof(op));
+	switch (nrma_key_unseal(data, op.key, &slot)) {
 	case NRMA_KEY_VALID:
-		if (!op.key || slot.key != op.key ||
-		    slot.check != nrma_key_slot_check(&slot))
+		again = sealed;
+		nrma_key_seal(&again, op.key, sealed.seq, &slot);
+		if (!op.key || sealed.seq != sealed.seq_end || sealed.seq % 2 ||
+		    memcmp(&again, &sealed, sizeof(again)))
 			abort();
 		break;
 	case NRMA_KEY_TORN:
-		if (slot.key != op.key ||
-		    slot.check == nrma_key_slot_check(&slot))
+		if (sealed.seq == sealed.seq_end && !(sealed.seq % 2))
 			abort();
 		break;
 	case NRMA_KEY_ABSENT:
-		if (op.key && slot.key == op.key)
-			abort();
 		break;
 	default:
 		abort();
 	}
-	/* The bounds whatever the verdict: a slot is a peer's word. */
+	/* What a slot says is a peer's word, valid or not: the bounds hold
+	 * for any, the sealed words taken as one as well. */
+	slot_served(&slot, &op);
+	memcpy(&slot, sealed.words, sizeof(slot));
 	slot_served(&slot, &op);
 	return 0;
 }

@@ -195,68 +195,95 @@ static void test_hdr_rndv(void **state)
 static void test_key_layout(void **state)
 {
 	(void) state;
-	/* A fresh table's first slots give the keys 1, 2, ... */
 	assert_int_equal(nrma_key_make(0, 0), 1);
-	assert_int_equal(nrma_key_make(1, 0), 2);
-	assert_int_equal(nrma_key_make(5, 3), 3ULL << 32 | 6);
+	assert_int_equal(nrma_key_make(5, 3), 3ULL << 16 | 6);
 	assert_int_equal(nrma_key_index(nrma_key_make(5, 3)), 5);
-	assert_int_equal(nrma_key_index(nrma_key_make(UINT32_MAX - 1, 0)),
-			 UINT32_MAX - 1);
+	assert_int_equal(nrma_key_index(nrma_key_make(NRMA_KEY_SLOTS_MAX - 1,
+						      NRMA_KEY_SECRET_MAX)),
+			 NRMA_KEY_SLOTS_MAX - 1);
+	/* The secret takes the 48 bits above the index, all of them. */
+	assert_int_equal(nrma_key_make(0, UINT64_MAX) >> 16,
+			 NRMA_KEY_SECRET_MAX);
 	/* Key 0 names no slot; a slot used again has a new key. */
 	assert_int_equal(nrma_key_index(0), UINT32_MAX);
 	assert_true(nrma_key_make(5, 4) != nrma_key_make(5, 3));
 }
 
-static struct nrma_key_slot slot_of(uint64_t key)
-{
-	struct nrma_key_slot slot = {
-		.key = key,
-		.addr = 0x10000,
-		.len = 4096,
-		.rkey = 0x1234,
-		.cell_rkey = 0x5678,
-		.access = NRMA_KEY_REMOTE_WRITE,
-	};
+#define KEY nrma_key_make(6, 0x123456789abcULL)
 
-	slot.check = nrma_key_slot_check(&slot);
-	return slot;
+static const struct nrma_key_slot plain = {
+	.addr = 0x10000,
+	.len = 4096,
+	.rkey = 0x1234,
+	.cell_rkey = 0x5678,
+	.access = NRMA_KEY_REMOTE_WRITE,
+};
+
+static struct nrma_key_sealed sealed_of(uint64_t key, uint64_t seq)
+{
+	struct nrma_key_sealed s = { .seq = seq, .seq_end = seq };
+
+	nrma_key_seal(&s, key, seq, &plain);
+	return s;
 }
 
-static void test_key_slot_verdict(void **state)
+static void test_key_unseal(void **state)
 {
-	struct nrma_key_slot slot = slot_of(7), out;
-	char raw[sizeof(slot) + 1];
+	struct nrma_key_sealed s = sealed_of(KEY, 2);
+	struct nrma_key_slot out;
+	char raw[sizeof(s) + 1];
 
 	(void) state;
 	/* From an unaligned buffer, as a read lands in a bounce buffer. */
-	memcpy(raw + 1, &slot, sizeof(slot));
-	assert_int_equal(nrma_key_slot_verdict(raw + 1, 7, &out),
-			 NRMA_KEY_VALID);
-	assert_int_equal(out.rkey, 0x1234);
-	assert_int_equal(out.cell_rkey, 0x5678);
-	/* Another generation's key, an empty slot, key 0: not ours. */
-	assert_int_equal(nrma_key_slot_verdict(&slot, 7 | 1ULL << 32, &out),
+	memcpy(raw + 1, &s, sizeof(s));
+	assert_int_equal(nrma_key_unseal(raw + 1, KEY, &out), NRMA_KEY_VALID);
+	assert_memory_equal(&out, &plain, sizeof(plain));
+	/* Another secret for the same slot, key 0, an empty slot: absent. */
+	assert_int_equal(nrma_key_unseal(&s, KEY ^ 1ULL << 16, &out),
 			 NRMA_KEY_ABSENT);
-	slot.key = 0;
-	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out),
-			 NRMA_KEY_ABSENT);
-	assert_int_equal(nrma_key_slot_verdict(&slot, 0, &out),
-			 NRMA_KEY_ABSENT);
-	/* Any field changed behind the check: read again. */
-	slot = slot_of(7);
-	slot.cell_rkey = 0;
-	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out), NRMA_KEY_TORN);
-	slot = slot_of(7);
-	slot.len++;
-	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out), NRMA_KEY_TORN);
-	slot = slot_of(7);
-	slot.access |= NRMA_KEY_REMOTE_READ;
-	assert_int_equal(nrma_key_slot_verdict(&slot, 7, &out), NRMA_KEY_TORN);
+	assert_int_equal(nrma_key_unseal(&s, 0, &out), NRMA_KEY_ABSENT);
+	memset(s.words, 0, sizeof(s.words));
+	s.mac = 0;
+	assert_int_equal(nrma_key_unseal(&s, KEY, &out), NRMA_KEY_ABSENT);
+	/* Any bit of a field changed behind the mac: not a slot of KEY's. */
+	for (size_t w = 0; w < NRMA_KEY_SLOT_WORDS; w++) {
+		s = sealed_of(KEY, 2);
+		s.words[w] ^= 1ULL << (7 * w);
+		assert_int_equal(nrma_key_unseal(&s, KEY, &out),
+				 NRMA_KEY_ABSENT);
+	}
+	/* Caught while it changed: read again. */
+	s = sealed_of(KEY, 2);
+	s.seq_end = 4;
+	assert_int_equal(nrma_key_unseal(&s, KEY, &out), NRMA_KEY_TORN);
+	s.seq = s.seq_end = 3;
+	assert_int_equal(nrma_key_unseal(&s, KEY, &out), NRMA_KEY_TORN);
+}
+
+/* The table, as any connected peer reads it, shows no field in clear. */
+static void test_key_sealed_hides(void **state)
+{
+	struct nrma_key_sealed a = sealed_of(KEY, 2), b = sealed_of(KEY, 4);
+	uint64_t w[NRMA_KEY_SLOT_WORDS];
+
+	(void) state;
+	memcpy(w, &plain, sizeof(w));
+	for (size_t i = 0; i < NRMA_KEY_SLOT_WORDS; i++) {
+		for (size_t j = 0; j < NRMA_KEY_SLOT_WORDS; j++)
+			assert_true(a.words[i] != w[j]);
+		/* A new sequence, a new stream: changes do not show. */
+		assert_true(a.words[i] != b.words[i]);
+		assert_true((uint32_t) a.words[i] != plain.rkey &&
+			    (uint32_t) (a.words[i] >> 32) != plain.rkey);
+	}
+	/* Another key of the same slot seals to other words. */
+	b = sealed_of(KEY ^ 1ULL << 40, 2);
+	assert_true(memcmp(a.words, b.words, sizeof(a.words)) != 0);
 }
 
 static void test_key_slot_target(void **state)
 {
-	struct nrma_key_slot slot = slot_of(7);
+	struct nrma_key_slot slot = plain;
 	uint64_t raddr = 0;
 
 	(void) state;
@@ -301,7 +328,7 @@ static void test_key_slot_target(void **state)
 	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 8,
 					      NRMA_KEY_REMOTE_WRITE, &raddr),
 			 -FI_EACCES);
-	slot = slot_of(7);
+	slot = plain;
 	/* A right the region does not give. */
 	assert_int_equal(nrma_key_slot_target(&slot, false, 0, 8,
 					      NRMA_KEY_REMOTE_READ, &raddr),
@@ -311,8 +338,7 @@ static void test_key_slot_target(void **state)
 /* A notification set's slot: one aligned 8-byte word per operation. */
 static void test_key_slot_notify(void **state)
 {
-	struct nrma_key_slot slot = { .key = 9,
-				      .addr = 0,
+	struct nrma_key_slot slot = { .addr = 0,
 				      .len = 16 * 8,
 				      .access = NRMA_KEY_REMOTE_NOTIFY };
 	uint64_t raddr = 1;
@@ -358,7 +384,8 @@ int main(void)
 		cmocka_unit_test(test_hdr_eager_and_ack),
 		cmocka_unit_test(test_hdr_rndv),
 		cmocka_unit_test(test_key_layout),
-		cmocka_unit_test(test_key_slot_verdict),
+		cmocka_unit_test(test_key_unseal),
+		cmocka_unit_test(test_key_sealed_hides),
 		cmocka_unit_test(test_key_slot_target),
 		cmocka_unit_test(test_key_slot_notify),
 	};
