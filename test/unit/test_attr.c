@@ -352,7 +352,8 @@ static void test_alloc_clamps_to_device(void **state)
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->size, 1048576);
 	assert_int_equal(info->rx_attr->size, 4096);
-	assert_int_equal(info->domain_attr->mr_cnt, 524287);
+	/* Keys name 65535 slots at most, below the device's 524287. */
+	assert_int_equal(info->domain_attr->mr_cnt, 65535);
 	fi_freeinfo(info);
 }
 
