@@ -9,7 +9,7 @@
  *   A. 64 peers, 40 messages each, each peer also making NOTIFIES
  *      notified writes of 8 bytes into its own words of R's region, whose
  *      counter counts them;
- *   B. 256 peers, 16 messages each.
+ *   B. 256 peers, 8 messages each (the last by rendezvous).
  * Every send and write completes without error (neither the device's
  * receiver-not-ready retries, which the credits of all peers together
  * never exceeding R's posted buffers rule out, nor the stall watch fail
@@ -59,7 +59,7 @@ struct phase {
 
 static const struct phase phases[] = {
 	{ "A", 4, 8, MSGS_MAX, true },
-	{ "B", 8, 16, 16, false },
+	{ "B", 8, 16, 8, false },
 };
 
 static int peers_of(const struct phase *ph)
