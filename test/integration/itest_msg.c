@@ -67,6 +67,20 @@ int64_t itest_wait_ms(void)
 	       (vg && !strcmp(vg, "1") ? itest_wait_valgrind_factor : 1);
 }
 
+long itest_rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 int64_t itest_deadline(void)
 {
 	return itest_now_ms() + itest_wait_ms();

@@ -90,6 +90,9 @@ int64_t itest_wait_ms(void);
 /* When a wait that starts now must end. */
 int64_t itest_deadline(void);
 
+/* This process's resident set (VmRSS), in KiB. */
+long itest_rss_kb(void);
+
 /* Children */
 
 /* Fails when a child has failed; notes the ones that are done. */

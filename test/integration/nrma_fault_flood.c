@@ -30,20 +30,6 @@
 #define FLOOD_TOTAL   (FLOOD_SENDERS * (FLOOD_MSGS + FLOOD_RNDV))
 #define FLOOD_CONNS   (FLOOD_PROCS * FLOOD_EPS)
 
-static long flood_rss_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	CHECK(f != NULL);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /* Message i of sender s carries its number in its first 8 bytes. */
 static uint64_t flood_id(int s, int i)
 {
@@ -192,18 +178,18 @@ static void flood_receiver(void)
 	long rss0, rss1, rss2;
 
 	itest_node_open(&n, NULL, "receiver");
-	rss0 = flood_rss_kb();
+	rss0 = itest_rss_kb();
 	itest_host_put("receiver", &n.name, sizeof(n.name));
 	/* 1. Nothing posted while the flood comes. */
 	itest_idle(FLOOD_HOLD_S * 1000);
 	flood_take(&n, FLOOD_TOTAL, FLOOD_BIG, 0, FLOOD_MSGS + FLOOD_RNDV,
 		   seen);
-	rss1 = flood_rss_kb();
+	rss1 = itest_rss_kb();
 	itest_host_signal("received");
 	/* 2. Every connector's endpoints at once. */
 	itest_host_signal("connect");
 	flood_take(&n, FLOOD_CONNS, 64, 100, FLOOD_EPS, conns);
-	rss2 = flood_rss_kb();
+	rss2 = itest_rss_kb();
 	itest_host_signal("accepted");
 	printf("receiver RSS: %ld KiB after opening, %ld after %d unexpected "
 	       "messages, %ld after %d connections (%ld per connection)\n",

@@ -99,20 +99,6 @@ static uint64_t write_value(int p, int j)
 	return ((uint64_t) p << 16 | (uint64_t) j) + 1;
 }
 
-static long rss_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	CHECK(f != NULL);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /* rxe's count of receiver-not-ready answers; -1 where there is none. */
 static long rnr_naks_sent(void)
 {
@@ -326,18 +312,19 @@ static void receiver_phase(const struct phase *ph, long rss0)
 	       " ms after %d ms busy; RSS %ld KiB (+%ld since the start)\n",
 	       ph->name, peers, peers * ph->msgs,
 	       ph->notify ? itest_fmt(" and %d notified writes", writes) : "",
-	       itest_now_ms() - t0, BUSY_MS, rss_kb(), rss_kb() - rss0);
+	       itest_now_ms() - t0, BUSY_MS, itest_rss_kb(),
+	       itest_rss_kb() - rss0);
 	if (naks >= 0)
 		EXPECT(rnr_naks_sent() == naks,
 		       "no receiver-not-ready answer (%ld before, %ld after)",
 		       naks, rnr_naks_sent());
 	/* Under valgrind, the resident set is valgrind's. */
 	EXPECT(getenv("NRMA_VALGRIND") ||
-		       rss_kb() - rss0 <
+		       itest_rss_kb() - rss0 <
 			       RSS_BASE_KB + (long) peers * RSS_PEER_KB,
 	       "R's memory grows by %ld KiB, less than %d KiB and %d KiB a "
 	       "peer",
-	       rss_kb() - rss0, RSS_BASE_KB, RSS_PEER_KB);
+	       itest_rss_kb() - rss0, RSS_BASE_KB, RSS_PEER_KB);
 	itest_host_signal(key_of(ph, "received", 0, 0));
 	itest_idle(500);
 	CHECK_OK(fi_close(&mr->fid));
@@ -353,7 +340,7 @@ static void receiver_main(void *arg)
 	(void) arg;
 	rt_extra_caps = FI_TAGGED;
 	rt_domain();
-	rss0 = rss_kb();
+	rss0 = itest_rss_kb();
 	for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
 		receiver_phase(&phases[i], rss0);
 }

@@ -251,47 +251,52 @@ static void server_connected(struct fid_ep *ep)
 	CHECK(entry.fid == &ep->fid);
 }
 
-static void take_then_use(void)
-{
-	struct sockaddr_in name;
-	struct fid_pep *pep = listen_new(&name);
+/* A client's request to a new passive endpoint, taken by an endpoint. */
+struct taken {
+	struct fid_pep *pep;
 	struct client c;
 	struct fi_info *req;
 	struct fid_ep *ep;
 	struct fid_cq *cq;
+};
 
-	client_connect(&c, &name);
-	req = connreq_next(pep);
-	ep = ep_new(req, srv_eq, &cq);
-	CHECK_RET(fi_reject(pep, req->handle, NULL, 0), -FI_EINVAL);
-	take_refused(req, -FI_EINVAL);
-	CHECK_OK(fi_close(&pep->fid));
-	CHECK_OK(fi_accept(ep, NULL, 0));
-	EXPECT(client_outcome(&c, "accepted after the close"), "refused");
-	server_connected(ep);
-	take_refused(req, -FI_EINVAL);
-	fi_freeinfo(req);
-	ep_free(ep, cq);
+static void take_new(struct taken *t)
+{
+	struct sockaddr_in name;
+
+	t->pep = listen_new(&name);
+	client_connect(&t->c, &name);
+	t->req = connreq_next(t->pep);
+	t->ep = ep_new(t->req, srv_eq, &t->cq);
+}
+
+static void take_then_use(void)
+{
+	struct taken t;
+
+	take_new(&t);
+	CHECK_RET(fi_reject(t.pep, t.req->handle, NULL, 0), -FI_EINVAL);
+	take_refused(t.req, -FI_EINVAL);
+	CHECK_OK(fi_close(&t.pep->fid));
+	CHECK_OK(fi_accept(t.ep, NULL, 0));
+	EXPECT(client_outcome(&t.c, "accepted after the close"), "refused");
+	server_connected(t.ep);
+	take_refused(t.req, -FI_EINVAL);
+	fi_freeinfo(t.req);
+	ep_free(t.ep, t.cq);
 }
 
 static void take_then_close(void)
 {
-	struct sockaddr_in name;
-	struct fid_pep *pep = listen_new(&name);
-	struct client c;
-	struct fi_info *req;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
+	struct taken t;
 
-	client_connect(&c, &name);
-	req = connreq_next(pep);
-	ep = ep_new(req, srv_eq, &cq);
-	ep_free(ep, cq);
-	EXPECT(!client_outcome(&c, "taken, closed"), "connected");
-	CHECK_RET(fi_reject(pep, req->handle, NULL, 0), -FI_EINVAL);
-	take_refused(req, -FI_EINVAL);
-	fi_freeinfo(req);
-	CHECK_OK(fi_close(&pep->fid));
+	take_new(&t);
+	ep_free(t.ep, t.cq);
+	EXPECT(!client_outcome(&t.c, "taken, closed"), "connected");
+	CHECK_RET(fi_reject(t.pep, t.req->handle, NULL, 0), -FI_EINVAL);
+	take_refused(t.req, -FI_EINVAL);
+	fi_freeinfo(t.req);
+	CHECK_OK(fi_close(&t.pep->fid));
 }
 
 struct race {
