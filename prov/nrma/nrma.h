@@ -14,7 +14,8 @@
  *   1. nrma_poll.lock: a poll set's members, or
  *      nrma_cm_thread.lock: held by control progress while it handles
  *      one endpoint's connection events (a device event takes the list
- *      of threads' lock, then each thread's in turn)
+ *      of threads' lock, then each thread's in turn), and by a change of
+ *      a domain's key table while it tells each endpoint's peers
  *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses
  *   3. nrma_ep.lock: an endpoint's data path and connections (one lock,
  *      nrma_domain.ctx_lock, for the shared contexts of a domain and all
@@ -274,9 +275,11 @@ struct nrma_domain {
 	const struct nrma_device *device;
 	struct fi_info *info;
 	struct nrma_verbs_domain *verbs;
-	struct nrma_eq *eq;		  /* bound for asynchronous errors */
-	struct nrma_notify *notify;	  /* notification cells */
-	struct nrma_keytab *keytab;	  /* what MR keys name */
+	struct nrma_eq *eq;	    /* bound for asynchronous errors */
+	struct nrma_notify *notify; /* notification cells */
+	struct nrma_keytab *keytab; /* what MR keys name */
+	/* Its changes that peers must hear of (nrma_rkey.c). */
+	_Atomic uint64_t keys_changed;
 	struct nrma_cm_thread *cm_thread; /* control progress */
 	atomic_int ref;			  /* open child objects */
 	/* The endpoint lock of shared contexts and their endpoints. */
@@ -285,6 +288,12 @@ struct nrma_domain {
 
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);
+/*
+ * A slot of domain's key table was removed or changed (nrma_rkey.c): each
+ * connected peer of its endpoints hears of it before this returns (or
+ * after a while), so that it forgets what it read of the table.
+ */
+void nrma_rkey_table_changed(struct nrma_domain *domain);
 
 /* Poll sets (nrma_poll.c) */
 int nrma_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
@@ -605,6 +614,10 @@ void nrma_cm_thread_unwatch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 int nrma_cm_thread_watch_fn(struct nrma_cm_thread *t, int fd,
 			    void (*fn)(void *arg), void *arg);
 void nrma_cm_thread_unwatch_fn(struct nrma_cm_thread *t, int fd, void *arg);
+/* fn(ep, arg) for each endpoint it watches, with its lock and ep's held. */
+void nrma_cm_thread_each_ep(struct nrma_cm_thread *t,
+			    void (*fn)(struct nrma_ep *ep, void *arg),
+			    void *arg);
 /* How connection management reports to an endpoint. */
 extern const struct nrma_cm_ops nrma_progress_cm_ops;
 /* Its entries, for tables that add to it (nrma_ep_conn.c). */

@@ -339,6 +339,11 @@ static bool conn_busy(const struct nrma_conn *conn)
 	       conn->sq_free < conn->cm->attr.sq_depth;
 }
 
+struct nrma_dlist *nrma_cm_conns(struct nrma_cm *cm)
+{
+	return &cm->table.conns;
+}
+
 bool nrma_cm_busy(const struct nrma_cm *cm)
 {
 	const struct nrma_dlist *item;

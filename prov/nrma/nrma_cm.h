@@ -99,7 +99,8 @@ struct nrma_conn {
 	uint32_t credit_rkey;		      /* its rkey, for our data */
 	uint32_t peer_credit_rkey;	      /* where we give back */
 	bool credit_returning;		      /* our atomics are on the way */
-	bool credit_owed; /* on the endpoint's list of those to return */
+	bool credit_owed;   /* on the endpoint's list of those to return */
+	uint64_t keys_told; /* our domain's key changes the peer was told */
 	struct nrma_dlist owed_link;
 	struct nrma_dlist send_queue;	/* sends waiting for credits */
 	struct nrma_dlist blocked_link; /* on the endpoint's list of those */
@@ -239,6 +240,8 @@ void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
 void nrma_conn_forget_addr(struct nrma_cm *cm, struct nrma_conn *conn,
 			   fi_addr_t fi_addr);
 struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num);
+/* Every connection not yet retired, by conn->link. */
+struct nrma_dlist *nrma_cm_conns(struct nrma_cm *cm);
 /*
  * FI_EP_MSG (fi_cm(3)): an endpoint's one connection, under fi_addr_t
  * NRMA_CM_MSG_ADDR.  Its events reach the endpoint through connected and

@@ -22,10 +22,13 @@
  * -FI_EAGAIN or waits as it already does.  Credits reach the peer in the
  * headers of our messages, or as fetch-and-adds to the two words of the
  * connection's credit cell at the peer: those take no receive buffer, so
- * they always get through.
+ * they always get through.  The cell's third word carries, the same way,
+ * the changes of our key table, for nrma_rkey.c.
  */
 #include "nrma_notify.h"
 #include "nrma_xfer.h"
+
+static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn);
 
 static uint64_t credit_share(const struct nrma_xfer *x,
 			     enum nrma_credit_class class)
@@ -112,6 +115,8 @@ int nrma_credit_conn_open(struct nrma_ep *ep, struct nrma_conn *conn)
 	if (ret)
 		return ret;
 	conn->credit_rkey = nrma_notify_cell_rkey(conn->credit_cell);
+	/* A new connection's peer knows nothing of our keys yet. */
+	conn->keys_told = atomic_load(&ep->domain->keys_changed);
 	credit_floor_add(ep);
 	/* One of each first, then the shares. */
 	credit_grant(x, conn, NRMA_CREDIT_CTL, 1);
@@ -132,6 +137,7 @@ void nrma_credit_connected(struct nrma_ep *ep, struct nrma_conn *conn)
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
 		credit_want(ep->xfer, conn, c);
 	nrma_credit_refill(ep);
+	credit_tell(ep, conn); /* our keys may have changed meanwhile */
 }
 
 /* Nothing more comes from conn's peer: its credits go back to the pool. */
@@ -231,6 +237,18 @@ bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
 	return true;
 }
 
+/* A fetch-and-add of add to the word at addr of conn's peer's credit cell. */
+static struct nrma_wr credit_wr(struct nrma_sge *scratch, uint64_t addr,
+				const struct nrma_conn *conn, uint64_t add)
+{
+	return (struct nrma_wr){ .op = NRMA_WR_FETCH_ADD,
+				 .sge = scratch,
+				 .sge_count = 1,
+				 .raddr = addr,
+				 .rkey = conn->peer_credit_rkey,
+				 .add = add };
+}
+
 /* Progress tries again to tell conn's peer of its credits. */
 static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
 {
@@ -241,21 +259,27 @@ static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
 	nrma_dlist_insert_tail(&conn->owed_link, &ep->xfer->credit_owed);
 }
 
-/* Tells the peer of its credits with atomics, if due and there is room. */
+/*
+ * Tells the peer, with atomics on its credit cell, of the credits it has
+ * back and of the changes of our key table it has not heard of
+ * (nrma_rkey.c), if any are due and there is room.
+ */
 static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge scratch = nrma_scratch_sge(x);
 	struct nrma_credit_rx *rx = conn->rx_credit;
 	uint64_t addr[] = { NRMA_CREDIT_MSG_ADDR, NRMA_CREDIT_CTL_ADDR };
-	struct nrma_wr wr[NRMA_CREDIT_CLASSES];
+	uint64_t keys = atomic_load(&ep->domain->keys_changed) -
+			conn->keys_told;
+	struct nrma_wr wr[NRMA_CREDIT_CLASSES + 1];
 	uint64_t back[NRMA_CREDIT_CLASSES];
 	struct nrma_op *op;
 	size_t n = 0;
 
 	if (conn->credit_returning || conn->state != NRMA_CONN_CONNECTED ||
 	    (!nrma_credit_due(&rx[NRMA_CREDIT_MSG], x->credits_msg) &&
-	     !nrma_credit_due(&rx[NRMA_CREDIT_CTL], x->credits_ctl)))
+	     !nrma_credit_due(&rx[NRMA_CREDIT_CTL], x->credits_ctl) && !keys))
 		return;
 	op = nrma_op_alloc(x, NRMA_OP_CREDIT, conn);
 	if (!op) {
@@ -264,15 +288,12 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 	}
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
 		back[c] = rx[c].granted - rx[c].told;
-		if (!back[c])
-			continue;
-		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_FETCH_ADD,
-					    .sge = &scratch,
-					    .sge_count = 1,
-					    .raddr = addr[c],
-					    .rkey = conn->peer_credit_rkey,
-					    .add = back[c] };
+		if (back[c])
+			wr[n++] = credit_wr(&scratch, addr[c], conn, back[c]);
 	}
+	if (keys)
+		wr[n++] =
+			credit_wr(&scratch, NRMA_CREDIT_KEYS_ADDR, conn, keys);
 	if (nrma_op_post(x, op, wr, n)) {
 		nrma_op_free(x, op);
 		credit_owe(ep, conn);
@@ -280,7 +301,18 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 	}
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
 		rx[c].told += back[c];
+	conn->keys_told += keys;
 	conn->credit_returning = true;
+}
+
+bool nrma_credit_keys_told(struct nrma_ep *ep, struct nrma_conn *conn,
+			   uint64_t changes)
+{
+	if (conn->state != NRMA_CONN_CONNECTED || !conn->credit_cell)
+		return true; /* it has nothing to forget */
+	credit_tell(ep, conn);
+	return (int64_t) (conn->keys_told - changes) >= 0 &&
+	       !conn->credit_returning;
 }
 
 /*

@@ -156,7 +156,7 @@ int nrma_keytab_add(struct nrma_keytab *t, const struct nrma_key_slot *fields,
 	return 0;
 }
 
-void nrma_keytab_set_cell(struct nrma_keytab *t, uint64_t key,
+bool nrma_keytab_set_cell(struct nrma_keytab *t, uint64_t key,
 			  uint32_t cell_rkey)
 {
 	uint32_t index;
@@ -168,9 +168,10 @@ void nrma_keytab_set_cell(struct nrma_keytab *t, uint64_t key,
 		keytab_publish(t, index, key);
 	}
 	pthread_mutex_unlock(&t->lock);
+	return index != UINT32_MAX;
 }
 
-void nrma_keytab_remove(struct nrma_keytab *t, uint64_t key)
+bool nrma_keytab_remove(struct nrma_keytab *t, uint64_t key)
 {
 	uint32_t index;
 
@@ -182,6 +183,7 @@ void nrma_keytab_remove(struct nrma_keytab *t, uint64_t key)
 		t->free[t->nfree++] = index;
 	}
 	pthread_mutex_unlock(&t->lock);
+	return index != UINT32_MAX;
 }
 
 uint32_t nrma_keytab_rkey(const struct nrma_keytab *t)

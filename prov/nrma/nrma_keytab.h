@@ -8,6 +8,7 @@
 #define NRMA_KEYTAB_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct nrma_keytab;
@@ -23,11 +24,17 @@ void nrma_keytab_close(struct nrma_keytab *tab);
  */
 int nrma_keytab_add(struct nrma_keytab *tab, const struct nrma_key_slot *slot,
 		    uint64_t *key);
-/* Names the notification cell of the registration under key. */
-void nrma_keytab_set_cell(struct nrma_keytab *tab, uint64_t key,
+/*
+ * Names the notification cell of the registration under key; false when
+ * key has no slot.
+ */
+bool nrma_keytab_set_cell(struct nrma_keytab *tab, uint64_t key,
 			  uint32_t cell_rkey);
-/* Peers that read key from now on find nothing; its slot is free. */
-void nrma_keytab_remove(struct nrma_keytab *tab, uint64_t key);
+/*
+ * Peers that read key from now on find nothing; its slot is free.  False
+ * when key had no slot.
+ */
+bool nrma_keytab_remove(struct nrma_keytab *tab, uint64_t key);
 uint32_t nrma_keytab_rkey(const struct nrma_keytab *tab);
 uint32_t nrma_keytab_slots(const struct nrma_keytab *tab);
 

@@ -24,8 +24,14 @@ static int nrma_mr_close(struct fid *fid)
 	struct nrma_mr *mr = nrma_mr_of_fid(fid);
 	int ret;
 
-	/* Peers that have not looked the key up yet find nothing now. */
-	nrma_keytab_remove(mr->domain->keytab, mr->mr_fid.key);
+	/*
+	 * Peers find nothing under the key now, and forget what they found
+	 * of a slot that gave them rights (what a local one told them ends
+	 * in -FI_EACCES anyway, and a slot used again has a new key).
+	 */
+	if (nrma_keytab_remove(mr->domain->keytab, mr->mr_fid.key) &&
+	    (mr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		nrma_rkey_table_changed(mr->domain);
 	ret = nrma_verbs_mr_dereg(mr->verbs);
 	if (ret)
 		return ret;
@@ -98,8 +104,9 @@ static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 					     nrma_cntr_of_fid(bfid), flags);
 	if (ret)
 		return ret;
-	nrma_keytab_set_cell(mr->domain->keytab, mr->mr_fid.key,
-			     nrma_remote_cntrs_rkey(&mr->remote));
+	if (nrma_keytab_set_cell(mr->domain->keytab, mr->mr_fid.key,
+				 nrma_remote_cntrs_rkey(&mr->remote)))
+		nrma_rkey_table_changed(mr->domain);
 	NRMA_DBG(FI_LOG_MR, "key 0x%" PRIx64 " counts remote %s%s%s\n",
 		 mr->mr_fid.key, flags & FI_REMOTE_WRITE ? "writes" : "",
 		 flags == (FI_REMOTE_WRITE | FI_REMOTE_READ) ? " and " : "",

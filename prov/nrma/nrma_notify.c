@@ -3,10 +3,11 @@
  * Notification cells.  Each domain owns a notification region: pages of
  * 64-bit words that hold nothing else.  Every binding of counters for
  * remote events (fi_ep_bind or fi_mr_bind with FI_REMOTE_WRITE or
- * FI_REMOTE_READ) owns a cell: the first two words of one page, the
- * first bumped by writes and the second by reads.  Initiators bump them
- * with a verbs fetch-and-add posted behind the RDMA write or read it
- * announces, on the same queue pair.
+ * FI_REMOTE_READ) owns a cell: the first words of one page, the first
+ * bumped by writes and the second by reads.  Initiators bump them with a
+ * verbs fetch-and-add posted behind the RDMA write or read it announces,
+ * on the same queue pair.  A connection's credit cell (nrma_credit.c)
+ * uses the third too.
  *
  * Each cell is registered on its own, for remote atomics only, at remote
  * address 0, so its rkey is all a peer needs, and a key whose binding is
@@ -27,7 +28,7 @@
 #include "nrma_notify.h"
 #include "nrma_verbs.h"
 
-#define CELL_BYTES (2 * sizeof(uint64_t)) /* a write and a read word */
+#define CELL_BYTES (NRMA_NOTIFY_WORDS * sizeof(uint64_t))
 
 struct nrma_notify {
 	struct nrma_verbs_domain *vdom;
@@ -120,7 +121,8 @@ int nrma_notify_cell_open(struct nrma_notify *n,
 	cell->words =
 		(volatile uint64_t *) (n->region + cell->index * n->page_size);
 	/* No peer can reach the words before they are registered. */
-	cell->words[NRMA_NOTIFY_WRITES] = cell->words[NRMA_NOTIFY_READS] = 0;
+	for (int w = 0; w < NRMA_NOTIFY_WORDS; w++)
+		cell->words[w] = 0;
 	ret = nrma_verbs_zero_reg(n->vdom, (const void *) cell->words,
 				  CELL_BYTES, NRMA_VERBS_ZERO_ATOMIC, &cell->mr,
 				  &cell->rkey);

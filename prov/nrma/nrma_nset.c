@@ -54,7 +54,8 @@ static struct nrma_nset *nrma_nset_of_fid(struct fid *fid)
 static void nset_region_disarm(struct nrma_domain *domain,
 			       struct nset_region *r)
 {
-	nrma_keytab_remove(domain->keytab, r->key);
+	if (nrma_keytab_remove(domain->keytab, r->key))
+		nrma_rkey_table_changed(domain);
 	nrma_verbs_mr_dereg(r->mr);
 }
 

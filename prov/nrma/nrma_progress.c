@@ -824,6 +824,23 @@ int nrma_cm_thread_watch_fn(struct nrma_cm_thread *t, int fd,
 		t, fd, (struct progress_watch){ .key = arg, .fn = fn });
 }
 
+void nrma_cm_thread_each_ep(struct nrma_cm_thread *t,
+			    void (*fn)(struct nrma_ep *ep, void *arg),
+			    void *arg)
+{
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->count; i++) {
+		struct nrma_ep *ep = t->watches[i].ep;
+
+		if (!ep)
+			continue;
+		pthread_mutex_lock(ep->lock);
+		fn(ep, arg);
+		pthread_mutex_unlock(ep->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
 void nrma_cm_thread_unwatch_fn(struct nrma_cm_thread *t, int fd, void *arg)
 {
 	progress_thread_del(t, fd, arg);

@@ -6,8 +6,9 @@
  * who the sender is and where peers bump its notification counters.
  * It also grants the peer credits (src/nrma_credit.h): receive buffers
  * kept for its messages and for its ACKs and writes with immediate data,
- * and names a credit cell, whose two words the peer bumps with
- * fetch-and-add to give credits back.  Every message starts with a
+ * and names a credit cell, whose first two words the peer bumps with
+ * fetch-and-add to give credits back, and the third to say that its key
+ * table changed.  Every message starts with a
  * struct nrma_hdr, which gives credits back too: an eager one carries
  * its payload behind it, a rendezvous one the segments the receiver
  * reads with RDMA read, and an ACK names the sender's operation it
@@ -29,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION 6
+#define NRMA_PROTOCOL_VERSION 7
 
 /* iovs per operation, and so rendezvous segments per message */
 #define NRMA_IOV_LIMIT 4
@@ -257,5 +258,7 @@ int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
 /* A credit cell's: credits given back for messages, for the rest. */
 #define NRMA_CREDIT_MSG_ADDR   NRMA_NOTIFY_WRITE_ADDR
 #define NRMA_CREDIT_CTL_ADDR   NRMA_NOTIFY_READ_ADDR
+/* And the changes of the peer's key table that made what we know stale. */
+#define NRMA_CREDIT_KEYS_ADDR  16
 
 #endif /* NRMA_PROTO_H */

@@ -5,10 +5,16 @@
  * first operation with a key on a connection reads that slot with RDMA
  * read and waits for it (or, after a while, returns -FI_EAGAIN, as the
  * first operation to a peer does while it connects), unseals it, and what
- * it says serves every later operation on the connection.  Keys are never
- * reused, so what we learned cannot come to name another region: an
- * operation on a region closed since fails at the device, as it would
- * with the verbs rkey itself.
+ * it says serves every later operation on the connection, until the peer
+ * says its table changed.  It says so when a slot is removed or changed
+ * (fi_close of a registration, a grown notification set), with a
+ * fetch-and-add to the third word of the connection's credit cell, and
+ * waits until its peers have it before the region goes: what we read
+ * before that word moved is read again, so an operation with a key closed
+ * since ends in -FI_EACCES here instead of at the device, whose remote
+ * access error would break the connection and all else on it.  Only an
+ * operation already posted when the peer closes its region still meets
+ * the device's refusal.
  *
  * What an operation may touch is checked here, before it goes: a key the
  * peer does not have, or a range or right the region does not give, ends
@@ -16,10 +22,13 @@
  */
 #include <stdlib.h>
 
+#include "nrma_notify.h"
 #include "nrma_xfer.h"
 
 /* How long an operation waits for its key's slot before -FI_EAGAIN. */
 #define NRMA_RKEY_WAIT_MS 100
+/* How long a closing region waits for peers to hear that it goes. */
+#define NRMA_RKEY_TELL_MS 1000
 
 enum nrma_rkey_state {
 	NRMA_RKEY_UNKNOWN, /* to be read */
@@ -32,8 +41,15 @@ enum nrma_rkey_state {
 struct nrma_rkey {
 	enum nrma_rkey_state state;
 	uint64_t key;
+	uint64_t changes;	   /* the peer's, when we asked for the slot */
 	struct nrma_key_slot slot; /* NRMA_RKEY_KNOWN */
 };
+
+/* How many times the peer said its key table changed. */
+static uint64_t rkey_peer_changes(struct nrma_conn *conn)
+{
+	return *nrma_notify_cell_word(conn->credit_cell, NRMA_NOTIFY_KEYS);
+}
 
 void nrma_rkey_conn_close(struct nrma_conn *conn)
 {
@@ -61,6 +77,7 @@ static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
 		.rkey = conn->keytab_rkey,
 	};
 	op->resolving = rk->key;
+	rk->changes = rkey_peer_changes(conn);
 	if (nrma_op_post(x, op, &wr, 1))
 		nrma_op_free(x, op);
 	else
@@ -119,16 +136,18 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 	if (!rk)
 		return -FI_EAGAIN;
 	if (rk->state != NRMA_RKEY_READING &&
-	    (rk->key != key || rk->state == NRMA_RKEY_UNKNOWN)) {
+	    (rk->key != key || rk->state == NRMA_RKEY_UNKNOWN ||
+	     rk->changes != rkey_peer_changes(conn))) {
 		rk->key = key;
 		rk->state = NRMA_RKEY_UNKNOWN;
 		rkey_read(ep, conn, rk);
 	}
 	if (rk->state == NRMA_RKEY_READING)
 		rkey_wait(ep, conn, rk);
-	/* Still on its way, or what came was another key's. */
+	/* Still on its way, another key's, or read before a change. */
 	if (rk->key != key || rk->state == NRMA_RKEY_READING ||
-	    rk->state == NRMA_RKEY_UNKNOWN)
+	    rk->state == NRMA_RKEY_UNKNOWN ||
+	    rk->changes != rkey_peer_changes(conn))
 		return -FI_EAGAIN;
 	if (rk->state == NRMA_RKEY_ABSENT) {
 		rk->state = NRMA_RKEY_UNKNOWN; /* the next use asks again */
@@ -179,4 +198,54 @@ void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
 			rk->slot = slot;
 	}
 	nrma_op_free(ep->xfer, op);
+}
+
+/* Our side of nrma_rkey_table_changed, on one endpoint. */
+struct rkey_telling {
+	const struct nrma_domain *domain; /* whose table changed */
+	uint64_t changes; /* what the peers must have heard of */
+	size_t untold;	  /* connections that have not yet */
+};
+
+static void rkey_tell_ep(struct nrma_ep *ep, void *arg)
+{
+	struct rkey_telling *t = arg;
+	struct nrma_dlist *head, *item;
+
+	if (ep->domain != t->domain)
+		return; /* the thread serves the fabric's other domains too */
+	nrma_progress_poll(ep);
+	head = nrma_cm_conns(ep->cm);
+	nrma_dlist_foreach (head, item) {
+		struct nrma_conn *conn =
+			nrma_container_of(item, struct nrma_conn, link);
+
+		if (!nrma_credit_keys_told(ep, conn, t->changes))
+			t->untold++;
+	}
+}
+
+/*
+ * A peer whose connection is not up yet hears of it as it comes up; one
+ * that has read a slot by then (its side came up first) is the only one
+ * that may still post a key closed since.
+ */
+void nrma_rkey_table_changed(struct nrma_domain *domain)
+{
+	struct rkey_telling t = {
+		.domain = domain,
+		.changes = atomic_fetch_add(&domain->keys_changed, 1) + 1,
+	};
+	int64_t until = nrma_now_ms() + NRMA_RKEY_TELL_MS;
+
+	do {
+		t.untold = 0;
+		nrma_cm_thread_each_ep(domain->cm_thread, rkey_tell_ep, &t);
+	} while (t.untold && nrma_now_ms() < until);
+	if (t.untold)
+		NRMA_WARN(FI_LOG_MR,
+			  "%zu connections did not hear in %d ms that a key "
+			  "closed: their peers' operations with it fail at "
+			  "the device\n",
+			  t.untold, NRMA_RKEY_TELL_MS);
 }

@@ -346,6 +346,12 @@ bool nrma_credit_send_waits(const struct nrma_conn *conn);
 struct nrma_op *nrma_credit_queued(struct nrma_conn *conn);
 void nrma_credit_unqueue(struct nrma_op *op);
 void nrma_credit_progress(struct nrma_ep *ep);
+/*
+ * Tells conn's peer, if it was not told yet, that our domain's key table
+ * changed: whether it has heard of changes (a count) by now.
+ */
+bool nrma_credit_keys_told(struct nrma_ep *ep, struct nrma_conn *conn,
+			   uint64_t changes);
 
 /* Sending (nrma_send.c) */
 void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn);

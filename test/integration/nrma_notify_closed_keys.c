@@ -4,13 +4,16 @@
  * the target, its child the initiator (see itest_notify.h).
  *
  * The target closes one of its counted registrations (its counter keeps
- * its count and then closes).  A key the target never handed out, the
- * closed key's slot under its next key, a range past a region's end and
- * a read of a region registered for writes only each end in an error
- * entry (FI_EACCES) at the initiator and bump its error count, with the
- * connection still up; then the closed key itself, which the initiator
- * used before, fails at the device.  No counter moves; writes with
- * another counted key then work and count.
+ * its count and then closes).  First the closed key itself, which the
+ * initiator used before: the target's fi_close told it that its keys
+ * changed, so it ends in an FI_EACCES error entry before it reaches the
+ * device, whose refusal would break the connection, and a write posted
+ * right behind it on the same connection lands.  Then a key the target
+ * never handed out, the closed key's slot under its next key, a range
+ * past a region's end and a read of a region registered for writes only
+ * each end in an error entry (FI_EACCES) at the initiator and bump its
+ * error count, with the connection still up.  No counter moves; writes
+ * with another counted key then work and count.
  */
 #include "itest_notify.h"
 
@@ -87,9 +90,12 @@ static void p8_ok(struct rt_node *n, bool read, uint64_t *local,
 		       what);
 }
 
-/* An error entry at the initiator, its error count, and no other entry. */
-static void p8_fail(struct rt_node *n, bool read, const struct rt_rkey *rk,
-		    uint64_t key, const char *what, struct fi_cq_err_entry *err)
+/*
+ * An error the provider raises before the operation goes: an FI_EACCES
+ * entry at the initiator, its error count, and no other entry.
+ */
+static void p8_refused(struct rt_node *n, bool read, const struct rt_rkey *rk,
+		       uint64_t key, const char *what)
 {
 	struct fid_cntr *cntr = read ? n->read_cntr : n->write_cntr;
 	uint64_t errs = fi_cntr_readerr(cntr), local = stamp(8000);
@@ -97,11 +103,11 @@ static void p8_fail(struct rt_node *n, bool read, const struct rt_rkey *rk,
 
 	RT_POST(p8_post(n, read, &local, rk, key, 8), "%s", what);
 	e = rt_cq_wait_err(n->tx, "the error entry of %s", what);
-	*err = e;
 	rt_note("   %s: err %d (%s), prov_errno %d", what, e.err,
 		fi_strerror(e.err), e.prov_errno);
-	EXPECT(e.err > 0 && e.prov_errno != 0, "%s: err %d, prov_errno %d",
-	       what, e.err, e.prov_errno);
+	EXPECT(e.err == FI_EACCES && e.prov_errno != 0,
+	       "%s: err %d, prov_errno %d; expected FI_EACCES", what, e.err,
+	       e.prov_errno);
 	EXPECT(e.op_context == &local, "%s: op_context %p, expected %p", what,
 	       e.op_context, (void *) &local);
 	rt_cq_expect_empty(n->tx, "after the error of %s", what);
@@ -111,15 +117,34 @@ static void p8_fail(struct rt_node *n, bool read, const struct rt_rkey *rk,
 	       what, errs, fi_cntr_readerr(cntr));
 }
 
-/* An error the provider raises before the operation goes: FI_EACCES. */
-static void p8_refused(struct rt_node *n, bool read, const struct rt_rkey *rk,
-		       uint64_t key, const char *what)
+/*
+ * The closed key, read before the close, then a write with the live key
+ * at once behind it: the first is refused, the second lands.
+ */
+static void p8_refused_behind(struct rt_node *n, const struct rt_rkey *gone,
+			      const struct rt_rkey *live, uint64_t *local)
 {
+	const char *what = "a write with the closed registration's key";
+	uint64_t errs = fi_cntr_readerr(n->write_cntr), refused = stamp(8000);
 	struct fi_cq_err_entry e;
+	struct itest_comp c;
 
-	p8_fail(n, read, rk, key, what, &e);
-	EXPECT(e.err == FI_EACCES, "%s: err %d, expected FI_EACCES", what,
-	       e.err);
+	RT_POST(p8_post(n, false, &refused, gone, gone->key, 8), "%s", what);
+	RT_POST(p8_post(n, false, local, live, live->key, 16),
+		"the write behind it");
+	e = rt_cq_wait_err(n->tx, "the error entry of %s", what);
+	rt_note("   %s: err %d (%s), prov_errno %d", what, e.err,
+		fi_strerror(e.err), e.prov_errno);
+	EXPECT(e.err == FI_EACCES && e.op_context == &refused,
+	       "%s: err %d, context %p; expected FI_EACCES, %p", what, e.err,
+	       e.op_context, (void *) &refused);
+	c = rt_cq_wait(n->tx, "the write behind %s", what);
+	RT_EXPECT_COMP(c, local, FI_RMA | FI_WRITE, 0,
+		       "the write with the live key behind it");
+	rt_cq_expect_empty(n->tx, "after %s", what);
+	EXPECT(fi_cntr_readerr(n->write_cntr) == errs + 1,
+	       "%s: the error count went from %" PRIu64 " to %" PRIu64, what,
+	       errs, fi_cntr_readerr(n->write_cntr));
 }
 
 static void initiator(uint64_t me)
@@ -128,7 +153,6 @@ static void initiator(uint64_t me)
 				  .write_cntr = true,
 				  .read_cntr = true };
 	uint64_t local[P8_AFTER + 1];
-	struct fi_cq_err_entry e;
 	struct rt_rkey past_end;
 	struct keymsg km;
 	struct rt_node n;
@@ -149,6 +173,9 @@ static void initiator(uint64_t me)
 	itest_signal(&cc, SIG_WARM);
 	rt_expect(&cc, SIG_GO, "the target closing a registration");
 
+	/* First: the slot under another key would make us read it again. */
+	local[0] = stamp(8100);
+	p8_refused_behind(&n, &km.k[P8_GONE], &km.k[P8_LIVE], &local[0]);
 	p8_refused(&n, false, &km.k[P8_PLAIN], km.k[P8_LIVE].key + 100,
 		   "a write with a key the target never handed out");
 	p8_refused(&n, false, &km.k[P8_GONE], km.k[P8_GONE].key + (1ULL << 32),
@@ -159,10 +186,7 @@ static void initiator(uint64_t me)
 		   "a write that ends past its region");
 	p8_refused(&n, true, &km.k[P8_WONLY], km.k[P8_WONLY].key,
 		   "a read of a region registered for remote writes only");
-	/* Looked up before: the device refuses it, and the connection. */
-	p8_fail(&n, false, &km.k[P8_GONE], km.k[P8_GONE].key,
-		"a write with the closed registration's key", &e);
-	for (int i = 0; i < P8_AFTER; i++) {
+	for (int i = 1; i < P8_AFTER; i++) {
 		local[i] = stamp(8100 + i);
 		p8_ok(&n, false, &local[i], &km.k[P8_LIVE], 16 + i,
 		      "a write with the live key after the errors");

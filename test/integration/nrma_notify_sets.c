@@ -24,8 +24,9 @@
  *      bad indices or sizes are -FI_EINVAL.
  *   7. Grow while idle: counters keep their values, the new descriptor
  *      reaches the new counters (also with writedata-notify, whose data
- *      the target's CQ gets), the old one fails at the initiator, and
- *      the next operation works.
+ *      the target's CQ gets), the old one fails at the initiator with
+ *      FI_EACCES before it reaches the device, and the next operation
+ *      works.
  */
 #include <stdatomic.h>
 
@@ -544,7 +545,12 @@ static void s6_initiator(struct rt_node *n, struct notifier *p)
 	e = rt_cq_wait_err(n->tx, "the old descriptor's error");
 	rt_note("   the old descriptor: err %d (%s), prov_errno %d", e.err,
 		fi_strerror(e.err), e.prov_errno);
-	/* The peer stays reachable: the new descriptor works on. */
+	/* The grow told us: refused here, not by the device. */
+	EXPECT(e.err == FI_EACCES,
+	       "the old descriptor: err %d, expected "
+	       "FI_EACCES",
+	       e.err);
+	/* The connection stays up: the new descriptor works on. */
 	p->set = desc_of(&grown);
 	p->index = 1000;
 	run_ops(n, 1, 1, small_post, p, "a write-notify after the error");
