@@ -7,7 +7,9 @@
 #   NRMA_MPI_TESTS, NRMA_MPIRUN       MPI programs (test/mpi/nrma_mpi_check),
 #                                     run with the integration tests through
 #                                     Open MPI's ofi MTL ("msg") and its btl
-#                                     ofi with osc rdma ("rma"), 2 and 4 ranks
+#                                     ofi with osc rdma ("rma"), 2 and 4 ranks,
+#                                     and with the two-host tests, 4 ranks
+#                                     over both VMs (contrib/nrma-rsh)
 # Unit tests run here. Integration tests run here when this machine has an active
 # verbs device that the provider registers on, else all together in one boot of
 # the Soft-RoCE VM (contrib/nrma-vm), where this script runs itself again with
@@ -84,26 +86,60 @@ mpi_labels() {
 	done
 }
 
-run_mpi_here() {
-	local t p np args root=()
+# run_mpi NP HOSTS LABEL [MPIRUN_ARGS...]: each MPI program over each
+# path, NP ranks that must run on HOSTS hosts.
+run_mpi() {
+	local np=$1 hosts=$2 label=$3 t p args root=()
+	shift 3
 	((EUID != 0)) || root=(--allow-run-as-root)
-	# mpirun refuses a host without a name: the VM's guest has none.
-	[[ $(hostname) != "(none)" ]] || hostname nrma-vm
 	for t in "${mpitests[@]}"; do
 		for p in "${mpi_paths[@]}"; do
 			read -ra args <<<"${p#*:}"
-			for np in "${mpi_ranks[@]}"; do
-				# Open MPI's own allocations outlive MPI_Finalize.
-				run_cmd "$t ${p%%:*} ($np ranks)" \
-					env FI_PROVIDER_PATH="$builddir/.libs" \
-					ASAN_OPTIONS=detect_leaks=0 \
-					"${NRMA_MPIRUN:-mpirun}" "${root[@]}" \
-					--oversubscribe -np "$np" "${args[@]}" \
-					-x FI_PROVIDER_PATH -x ASAN_OPTIONS \
-					"$builddir/$t" "${p%%:*}"
-			done
+			# Open MPI's own allocations outlive MPI_Finalize.
+			run_cmd "$t ${p%%:*} ($label)" \
+				env FI_PROVIDER_PATH="$builddir/.libs" \
+				ASAN_OPTIONS=detect_leaks=0 \
+				"${NRMA_MPIRUN:-mpirun}" "${root[@]}" \
+				--oversubscribe -np "$np" "${args[@]}" "$@" \
+				-x FI_PROVIDER_PATH -x ASAN_OPTIONS \
+				"$builddir/$t" "${p%%:*}" "$hosts"
 		done
 	done
+}
+
+mpi_twohost_labels() {
+	local t p
+	for t in "${mpitests[@]}"; do
+		for p in "${mpi_paths[@]}"; do
+			echo "$t ${p%%:*} (4 ranks, 2 hosts)"
+		done
+	done
+}
+
+run_mpi_here() {
+	local np
+	# mpirun refuses a host without a name: the VM's guest has none.
+	[[ $(hostname) != "(none)" ]] || hostname nrma-vm
+	for np in "${mpi_ranks[@]}"; do
+		run_mpi "$np" 1 "$np ranks"
+	done
+}
+
+# 4 ranks, 2 on each VM: host 0 runs mpirun, whose daemon on host 1 starts
+# through contrib/nrma-rsh (the VMs have no sshd); host 1 serves it.
+run_mpi_twohost_here() {
+	local dir=$NRMA_TWOHOST_SHARE/mpi-rsh
+	mkdir -p "$dir"
+	if ((NRMA_VM_HOST == 1)); then
+		timeout $((4 * tmo * ${#mpitests[@]} * ${#mpi_paths[@]})) \
+			"$srcdir/contrib/nrma-rsh" --serve "$dir"
+		return
+	fi
+	NRMA_RSH_DIR=$dir run_mpi 4 2 "4 ranks, 2 hosts" \
+		--mca plm_rsh_agent "$srcdir/contrib/nrma-rsh" \
+		--host "$NRMA_TEST_ADDR:2,$NRMA_TEST_PEER_ADDR:2" \
+		--mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0
+	: >"$dir/stop"
 }
 
 run_integration_here() {
@@ -168,6 +204,7 @@ run_twohost_here() {
 		run_test "$t" FI_PROVIDER_PATH="$builddir/.libs" FI_PROVIDER=nrma \
 			NRMA_TEST_SHARE="$NRMA_TWOHOST_SHARE/${t##*/}"
 	done
+	((${#mpitests[@]} == 0)) || run_mpi_twohost_here
 }
 
 # One boot of two VMs; a test passes when both hosts say so.
@@ -179,7 +216,7 @@ run_twohost_vm() {
 	mkdir "$work/share"
 	# Their runs are longer: faults, retries, a slow virtual link.
 	TMPDIR=$work "$srcdir/contrib/nrma-vm" --hosts 2 --rw "$work" \
-		--timeout $((180 + ${#twohost[@]} * 4 * tmo)) \
+		--timeout $((180 + (${#twohost[@]} + ${#mpi_paths[@]} * ${#mpitests[@]}) * 4 * tmo)) \
 		-e NRMA_TWOHOST_SHARE="$work/share" -e NRMA_TEST_TIMEOUT=$((4 * tmo)) \
 		-e NRMA_TEST_WAIT_S=$((3 * tmo)) -- \
 		bash "$srcdir/test/run-tests.sh" --twohost-only | tee "$log"
@@ -194,6 +231,16 @@ run_twohost_vm() {
 			failed=$((failed + 1))
 		fi
 	done
+	# MPI runs have one verdict, host 0's, where mpirun ran.
+	while IFS= read -r t; do
+		if grep -qxF "PASS: $t" "$log"; then
+			passed=$((passed + 1))
+		else
+			grep -qF "FAIL: $t (exit" "$log" ||
+				echo "FAIL: $t (not run: contrib/nrma-vm exited $rc)"
+			failed=$((failed + 1))
+		fi
+	done < <(mpi_twohost_labels)
 	rm -rf "$work"
 }
 

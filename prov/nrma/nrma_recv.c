@@ -675,8 +675,10 @@ static bool recv_args_valid(const struct nrma_rx_ctx *rc,
 static void recv_entry_init(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx,
 			    const struct nrma_recv_args *a)
 {
-	memcpy(rx->iov, a->iov, a->count * sizeof(*rx->iov));
-	if (a->desc)
+	/* A receive of nothing may come with no iov at all. */
+	if (a->count)
+		memcpy(rx->iov, a->iov, a->count * sizeof(*rx->iov));
+	if (a->desc && a->count)
 		memcpy(rx->desc, a->desc, a->count * sizeof(*rx->desc));
 	rx->count = a->count;
 	rx->context = a->context;

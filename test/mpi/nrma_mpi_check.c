@@ -2,7 +2,7 @@
 /*
  * MPI over nrma with the system's MPI (Debian's Open MPI 4.1.4); "make
  * check" runs it through both of Open MPI's paths to libfabric
- * (test/run-tests.sh), at 2 and 4 ranks:
+ * (test/run-tests.sh), at 2 and 4 ranks on one host and 4 over two:
  *
  *   nrma_mpi_check msg   two-sided, through the ofi MTL:
  *     - a ring of MPI_Sendrecv from 1 byte to 4 MiB (eager and rendezvous),
@@ -18,6 +18,8 @@
  *       MPI_Compare_and_swap from every other rank, on rank 0's words,
  *       exact.
  *
+ * Usage: nrma_mpi_check msg|rma [HOSTS]; with HOSTS, the ranks must run
+ * on that many hosts (by MPI_Get_processor_name).
  * Exit status 0 iff every check passed; a failed check prints "FAIL: ..."
  * and aborts the job.
  */
@@ -271,25 +273,52 @@ static void check_rma(void)
 	free(mem);
 }
 
+/* How many hosts the ranks run on, by processor name. */
+static int count_hosts(void)
+{
+	char *names = xmalloc((size_t) nranks * MPI_MAX_PROCESSOR_NAME);
+	char me[MPI_MAX_PROCESSOR_NAME] = { 0 };
+	int len, hosts = 0;
+
+	MPI_Get_processor_name(me, &len);
+	MPI_Allgather(me, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names,
+		      MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+	for (int r = 0; r < nranks; r++) {
+		int first = 1;
+
+		for (int q = 0; q < r && first; q++)
+			first = strcmp(&names[r * MPI_MAX_PROCESSOR_NAME],
+				       &names[q * MPI_MAX_PROCESSOR_NAME]) != 0;
+		hosts += first;
+	}
+	free(names);
+	return hosts;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
+	int want_hosts = argc > 2 ? atoi(argv[2]) : 0, hosts;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	if (nranks < 2)
 		fail("needs 2 ranks or more");
+	hosts = count_hosts();
+	if (want_hosts && hosts != want_hosts)
+		fail("the ranks run on %d hosts, not %d", hosts, want_hosts);
 	if (!strcmp(what, "msg"))
 		check_msg();
 	else if (!strcmp(what, "rma"))
 		check_rma();
 	else
-		fail("usage: nrma_mpi_check msg|rma");
+		fail("usage: nrma_mpi_check msg|rma [HOSTS]");
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0)
-		printf("nrma_mpi_check %s: all checks passed on %d ranks\n",
-		       what, nranks);
+		printf("nrma_mpi_check %s: all checks passed on %d ranks, "
+		       "%d host%s\n",
+		       what, nranks, hosts, hosts == 1 ? "" : "s");
 	MPI_Finalize();
 	return 0;
 }
