@@ -202,7 +202,6 @@ void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
 
 /* Our side of nrma_rkey_table_changed, on one endpoint. */
 struct rkey_telling {
-	const struct nrma_domain *domain; /* whose table changed */
 	uint64_t changes; /* what the peers must have heard of */
 	size_t untold;	  /* connections that have not yet */
 };
@@ -212,8 +211,6 @@ static void rkey_tell_ep(struct nrma_ep *ep, void *arg)
 	struct rkey_telling *t = arg;
 	struct nrma_dlist *head, *item;
 
-	if (ep->domain != t->domain)
-		return; /* the thread serves the fabric's other domains too */
 	nrma_progress_poll(ep);
 	head = nrma_cm_conns(ep->cm);
 	nrma_dlist_foreach (head, item) {
@@ -233,7 +230,6 @@ static void rkey_tell_ep(struct nrma_ep *ep, void *arg)
 void nrma_rkey_table_changed(struct nrma_domain *domain)
 {
 	struct rkey_telling t = {
-		.domain = domain,
 		.changes = atomic_fetch_add(&domain->keys_changed, 1) + 1,
 	};
 	int64_t until = nrma_now_ms() + NRMA_RKEY_TELL_MS;
