@@ -16,7 +16,8 @@
 # --integration-only.  Two-host tests always run in two VMs joined by a
 # virtual link (contrib/nrma-vm --hosts 2), the same program on both, and
 # pass when they pass on both.
-# Optional: NRMA_VALGRIND=1 runs every test under valgrind; NRMA_TEST_TIMEOUT
+# Optional: UBSAN_OPTIONS (default halt_on_error=1:print_stacktrace=1);
+# NRMA_VALGRIND=1 runs every test under valgrind; NRMA_TEST_TIMEOUT
 # sets the per-test limit in seconds (default 120, 600 under valgrind);
 # NRMA_TEST_VERBOSE=1 shows the output of passing tests too.
 # Prints PASS:/FAIL: per test and ends with "N passed, N failed".
@@ -40,6 +41,8 @@ if [[ ${NRMA_VALGRIND:-0} == 1 ]]; then
 fi
 tmo=${NRMA_TEST_TIMEOUT:-$tmo}
 passed=0 failed=0
+# Under --enable-asan, undefined behaviour fails the test, not just a line.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 # run_cmd LABEL CMD...: runs CMD, prints LABEL's verdict.
 run_cmd() {
