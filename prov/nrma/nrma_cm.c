@@ -416,7 +416,8 @@ static int64_t now_ms(void)
 }
 
 static int conn_start(struct nrma_cm *cm, fi_addr_t fi_addr,
-		      const struct sockaddr_in *peer, int64_t started)
+		      const struct sockaddr_in *peer, int64_t started,
+		      bool reached_before)
 {
 	struct sockaddr_in src = cm->attr.name;
 	struct rdma_cm_id *id;
@@ -431,6 +432,7 @@ static int conn_start(struct nrma_cm *cm, fi_addr_t fi_addr,
 		return -FI_ENOMEM;
 	}
 	conn->started = started;
+	conn->reached_before = reached_before;
 	if (nrma_conn_table_map(&cm->table, conn, fi_addr) ||
 	    rdma_resolve_addr(id, (struct sockaddr *) &src,
 			      (struct sockaddr *) peer, NRMA_CM_TIMEOUT_MS)) {
@@ -458,19 +460,21 @@ static int conn_redo(struct nrma_cm *cm, struct nrma_conn *conn,
 		     fi_addr_t fi_addr, const struct sockaddr_in *peer)
 {
 	int64_t started = now_ms();
+	bool reached_before = conn->reached_before;
 	int ret;
 
 	if (conn->error == -FI_EAGAIN) {
 		started = conn->started;
 		conn_destroy(conn);
 	} else if (conn->established) {
+		reached_before = true;
 		conn_retire(conn);
 	} else {
 		ret = conn->error;
 		conn_retire(conn);
 		return ret;
 	}
-	ret = conn_start(cm, fi_addr, peer, started);
+	ret = conn_start(cm, fi_addr, peer, started, reached_before);
 	return ret ? ret : -FI_EAGAIN;
 }
 
@@ -503,7 +507,7 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 	}
 	if (conn)
 		return conn_redo(cm, conn, fi_addr, peer);
-	ret = conn_start(cm, fi_addr, peer, now_ms());
+	ret = conn_start(cm, fi_addr, peer, now_ms(), false);
 	return ret ? ret : -FI_EAGAIN;
 }
 
@@ -766,7 +770,8 @@ static void cm_on_msg_rejected(struct nrma_conn *conn,
  * that is busy checks its old connection to us, and one that sent no
  * private data may not be listening yet: all are tried again, while the
  * patience lasts, unless the peer's own connection has come in by then
- * (nrma_conn_get).
+ * (nrma_conn_get).  No listener where a connection broke, though, means
+ * the peer is gone (its process died): its operations fail at once.
  */
 static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 					   struct rdma_cm_event *ev)
@@ -780,7 +785,7 @@ static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 		cm_on_msg_rejected(conn, ev);
 		return NRMA_CM_KEEP;
 	}
-	if ((!data || again) &&
+	if ((again || (!data && !conn->reached_before)) &&
 	    now_ms() - conn->started < NRMA_CONNECT_PATIENCE_MS) {
 		conn->state = NRMA_CONN_FAILED; /* to be tried again */
 		conn->error = -FI_EAGAIN;

@@ -86,6 +86,8 @@ struct nrma_conn {
 	int64_t stall_since;  /* ms: busy with no end seen since, or -1 */
 	uint32_t notify_rkey; /* the peer endpoint's cell, 0: none */
 	int64_t started;      /* ms: first attempt to reach the peer */
+	/* Its connection broke after it was up: no listener means it left. */
+	bool reached_before;
 	/* Operations and owed ACKs that use it: it lives while any do. */
 	size_t refs;
 	size_t acks_owed; /* ACKs waiting for room to go to the peer */

@@ -102,6 +102,20 @@ void ft_stream_init(struct ft_stream *s, struct rt_node *n,
 	s->first_err = -1;
 }
 
+const char *ft_kind_name(enum ft_kind kind)
+{
+	static const char *const names[FT_KINDS] = {
+		[FT_SEND_SMALL] = "an eager send",
+		[FT_SEND_RNDV] = "a rendezvous send",
+		[FT_WRITE_SMALL] = "a notified 8-byte write",
+		[FT_WRITE_BIG] = "a notified 1 MiB write",
+		[FT_READ_OP] = "a 4 KiB read",
+		[FT_ATOMIC] = "a fetch-and-add",
+	};
+
+	return kind < FT_KINDS ? names[kind] : "?";
+}
+
 static ssize_t ft_post_kind(struct ft_stream *s, enum ft_kind kind, void *ctx)
 {
 	struct fid_ep *ep = s->n->ep;
@@ -177,6 +191,8 @@ static void ft_end(struct ft_stream **streams, int n, void *ctx, bool ok)
 			s->first_err = itest_now_ms();
 	}
 	s->last_end = itest_now_ms();
+	s->last_kind = slot->kind;
+	s->last_ok = ok;
 }
 
 void ft_reap(struct ft_stream **streams, int n)

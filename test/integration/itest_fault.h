@@ -62,13 +62,15 @@ struct ft_stream {
 	fi_addr_t dest;
 	struct ft_target_info info;
 	struct ft_slot slot[FT_WINDOW];
-	uint64_t next;	   /* operations tried */
-	uint64_t posted;   /* accepted by the provider */
-	uint64_t ok;	   /* ended in a completion */
-	uint64_t failed;   /* ended in an error entry */
-	uint64_t refused;  /* not accepted (an error return) */
-	int64_t first_err; /* ms, when the first error entry came */
-	int64_t last_end;  /* ms, when the last operation ended */
+	uint64_t next;		/* operations tried */
+	uint64_t posted;	/* accepted by the provider */
+	uint64_t ok;		/* ended in a completion */
+	uint64_t failed;	/* ended in an error entry */
+	uint64_t refused;	/* not accepted (an error return) */
+	int64_t first_err;	/* ms, when the first error entry came */
+	int64_t last_end;	/* ms, when the last operation ended */
+	enum ft_kind last_kind; /* and what it was */
+	bool last_ok;		/* and how it ended */
 };
 
 /* The driver's node (one CQ for every target's operations). */
@@ -82,5 +84,7 @@ void ft_reap(struct ft_stream **streams, int n);
 /* Operations posted that have not ended yet. */
 uint64_t ft_in_flight(const struct ft_stream *s);
 void ft_stream_print(const struct ft_stream *s, const char *name);
+/* "a notified 1 MiB write", and so on. */
+const char *ft_kind_name(enum ft_kind kind);
 
 #endif /* NRMA_ITEST_FAULT_H */

@@ -84,9 +84,10 @@ static void driver_stream(struct ft_stream **s)
 		itest_check_deadline(deadline, "the stream");
 	}
 	printf("first error %" PRId64 " ms and last end %" PRId64
-	       " ms after the kill was seen\n",
+	       " ms after the kill was seen (%s, %s)\n",
 	       s[0]->first_err < 0 ? -1 : s[0]->first_err - killed,
-	       s[0]->last_end - killed);
+	       s[0]->last_end - killed, ft_kind_name(s[0]->last_kind),
+	       s[0]->last_ok ? "completed" : "an error");
 	/* The kernel's disconnect says it, not the transport's retries. */
 	EXPECT(s[0]->first_err >= 0 && s[0]->first_err - killed <= FT_SEEN_MS,
 	       "the death is seen within %d ms", FT_SEEN_MS);
