@@ -76,14 +76,16 @@ mpi_paths=(
 	"rma:--mca pml ob1 --mca btl self,tcp,ofi --mca btl_ofi_provider_include nrma --mca osc rdma --mca osc_rdma_btls ofi"
 )
 mpi_ranks=(2 4)
+mpi_twohost="4 ranks, 2 hosts"
 
-# The verdict lines of the MPI runs, one per program, path and size.
+# mpi_labels LABEL...: the verdict lines of the MPI runs, one per program,
+# path and label (what run_mpi was given).
 mpi_labels() {
-	local t p np
+	local t p label
 	for t in "${mpitests[@]}"; do
 		for p in "${mpi_paths[@]}"; do
-			for np in "${mpi_ranks[@]}"; do
-				echo "$t ${p%%:*} ($np ranks)"
+			for label in "$@"; do
+				echo "$t ${p%%:*} ($label)"
 			done
 		done
 	done
@@ -110,15 +112,6 @@ run_mpi() {
 	done
 }
 
-mpi_twohost_labels() {
-	local t p
-	for t in "${mpitests[@]}"; do
-		for p in "${mpi_paths[@]}"; do
-			echo "$t ${p%%:*} (4 ranks, 2 hosts)"
-		done
-	done
-}
-
 run_mpi_here() {
 	local np
 	# mpirun refuses a host without a name: the VM's guest has none.
@@ -138,7 +131,7 @@ run_mpi_twohost_here() {
 			"$srcdir/contrib/nrma-rsh" --serve "$dir"
 		return
 	fi
-	NRMA_RSH_DIR=$dir run_mpi 4 2 "4 ranks, 2 hosts" \
+	NRMA_RSH_DIR=$dir run_mpi 4 2 "$mpi_twohost" \
 		--mca plm_rsh_agent "$srcdir/contrib/nrma-rsh" \
 		--host "$NRMA_TEST_ADDR:2,$NRMA_TEST_PEER_ADDR:2" \
 		--mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0
@@ -167,7 +160,7 @@ run_integration_vm() {
 	echo "No active verbs device for nrma here: running the integration tests in contrib/nrma-vm."
 	work=$(mktemp -d "${TMPDIR:-/tmp}/nrma-tests.XXXXXX") || exit 1
 	log=$work/vm.log
-	mapfile -t labels < <(mpi_labels)
+	mapfile -t labels < <(mpi_labels "${mpi_ranks[@]/%/ ranks}")
 	TMPDIR=$work "$srcdir/contrib/nrma-vm" \
 		--timeout $((120 + (${#itests[@]} + ${#labels[@]}) * tmo)) -- \
 		bash "$srcdir/test/run-tests.sh" --integration-only | tee "$log"
@@ -243,7 +236,7 @@ run_twohost_vm() {
 				echo "FAIL: $t (not run: contrib/nrma-vm exited $rc)"
 			failed=$((failed + 1))
 		fi
-	done < <(mpi_twohost_labels)
+	done < <(mpi_labels "$mpi_twohost")
 	rm -rf "$work"
 }
 

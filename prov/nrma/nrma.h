@@ -23,7 +23,7 @@
  *   4. leaves, never held two at a time: nrma_fabric.handles_lock,
  *      nrma_cq.lock, nrma_cntr.lock,
  *      nrma_eq.lock, an AV's address table lock, the notification region's
- *      lock, the key table's lock
+ *      lock, the key table's lock, the domain's connection claims' lock
  * Endpoint progress runs with (3) held and writes completions under (4).
  */
 #ifndef NRMA_H
@@ -96,6 +96,7 @@
 extern struct fi_provider nrma_prov;
 
 struct nrma_cm;
+struct nrma_cm_claims;
 struct nrma_cm_ops;
 struct nrma_cm_req;
 struct nrma_conn;
@@ -275,9 +276,10 @@ struct nrma_domain {
 	const struct nrma_device *device;
 	struct fi_info *info;
 	struct nrma_verbs_domain *verbs;
-	struct nrma_eq *eq;	    /* bound for asynchronous errors */
-	struct nrma_notify *notify; /* notification cells */
-	struct nrma_keytab *keytab; /* what MR keys name */
+	struct nrma_eq *eq;	       /* bound for asynchronous errors */
+	struct nrma_notify *notify;    /* notification cells */
+	struct nrma_keytab *keytab;    /* what MR keys name */
+	struct nrma_cm_claims *claims; /* its endpoints' connection attempts */
 	/* Its changes that peers must hear of (nrma_rkey.c). */
 	_Atomic uint64_t keys_changed;
 	struct nrma_cm_thread *cm_thread; /* control progress */

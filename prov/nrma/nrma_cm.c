@@ -25,7 +25,6 @@
 #include "nrma_proto.h"
 #include "nrma_verbs.h"
 
-#define NRMA_CM_TIMEOUT_MS	 2000
 /*
  * A peer that stops answering fails its operations after 7 tries of
  * 4.096 us * 2^18 = 1.07 s each: about 7.5 s (more on devices that round
@@ -188,6 +187,8 @@ static void cm_conn_data_init(const struct nrma_conn *conn,
 	cm_data_init(conn->cm, data, NRMA_REJECT_NONE);
 	data->grant = cm_conn_grant(conn);
 	data->ctx = conn->cm->attr.ctx;
+	if (conn->outgoing)
+		data->nonce = conn->nonce;
 }
 
 /* What the peer's connect or accept data grants us. */
@@ -255,6 +256,9 @@ static void conn_destroy(struct nrma_conn *conn)
 {
 	if (!conn->retired)
 		nrma_conn_table_unmap(&conn->cm->table, conn);
+	nrma_cm_unclaim(conn->cm->attr.claims, conn);
+	if (conn->check_id)
+		rdma_destroy_id(conn->check_id);
 	if (conn->qp)
 		nrma_verbs_qp_destroy(conn->qp);
 	if (conn->id)
@@ -400,11 +404,26 @@ static int conn_create_qp(struct nrma_conn *conn)
 	if (ret)
 		return ret;
 	conn->sq_free = cm->attr.sq_depth;
-	ret = cm->attr.ops->conn_open(cm->attr.arg, conn);
+	return 0;
+}
+
+/* The endpoint gives conn its credits; its completions find it. */
+static int conn_open(struct nrma_conn *conn)
+{
+	struct nrma_cm *cm = conn->cm;
+	int ret = cm->attr.ops->conn_open(cm->attr.arg, conn);
+
 	if (ret)
 		return ret;
 	return nrma_conn_table_map_qp(&cm->table, conn,
 				      nrma_verbs_qp_num(conn->qp));
+}
+
+static int conn_setup(struct nrma_conn *conn)
+{
+	int ret = conn_create_qp(conn);
+
+	return ret ? ret : conn_open(conn);
 }
 
 static int64_t now_ms(void)
@@ -433,6 +452,7 @@ static int conn_start(struct nrma_cm *cm, fi_addr_t fi_addr,
 	}
 	conn->started = started;
 	conn->reached_before = reached_before;
+	nrma_cm_claim(cm->attr.claims, conn);
 	if (nrma_conn_table_map(&cm->table, conn, fi_addr) ||
 	    rdma_resolve_addr(id, (struct sockaddr *) &src,
 			      (struct sockaddr *) peer, NRMA_CM_TIMEOUT_MS)) {
@@ -559,7 +579,7 @@ static void cm_on_route_resolved(struct nrma_conn *conn)
 
 	if (conn->state == NRMA_CONN_FAILED)
 		return; /* given up meanwhile */
-	ret = conn_create_qp(conn);
+	ret = conn_setup(conn);
 	if (ret) {
 		nrma_conn_fail(conn, ret);
 		return;
@@ -575,6 +595,7 @@ static void cm_conn_up(struct nrma_conn *conn)
 	if (conn->state == NRMA_CONN_CONNECTING) {
 		conn->state = NRMA_CONN_CONNECTED;
 		conn->established = true;
+		nrma_cm_unclaim(conn->cm->attr.claims, conn);
 	}
 }
 
@@ -646,8 +667,7 @@ static void cm_reject(struct nrma_cm *cm, struct rdma_cm_id *id,
 /* What to destroy once an event is acknowledged. */
 enum nrma_cm_cleanup {
 	NRMA_CM_KEEP,
-	NRMA_CM_DESTROY_ID,   /* a request we rejected */
-	NRMA_CM_DESTROY_CONN, /* a connection nobody will use */
+	NRMA_CM_DESTROY_ID, /* a request we refused, or a check answered */
 };
 
 /* Our attempt lost the race: the peer's connection takes its place. */
@@ -663,58 +683,118 @@ static void cm_replace(struct nrma_conn *conn, struct nrma_conn *existing)
 }
 
 /*
- * A request names its endpoint in its private data; its source address
- * is the one rdmacm saw.  The source port is not the endpoint's, the host
- * is: nobody may speak for an endpoint on another host.
+ * A request whose requester is confirmed (nrma_cm_check.c): unless a
+ * connection to its peer is up, or our own attempt wins, it is accepted.
  */
-static bool cm_request_from(struct rdma_cm_id *id,
-			    const struct sockaddr_in *name)
+static void cm_accept_checked(struct nrma_conn *conn)
 {
-	const struct sockaddr *src = rdma_get_peer_addr(id);
+	struct nrma_cm *cm = conn->cm;
+	struct nrma_conn *existing =
+		conn->loopback ?
+			NULL :
+			nrma_conn_table_by_name(&cm->table, &conn->peer,
+						conn->peer_ctx);
+	struct nrma_cm_data data;
+	struct rdma_conn_param param;
 
-	return src && src->sa_family == AF_INET &&
-	       name->sin_family == AF_INET &&
-	       ((const struct sockaddr_in *) src)->sin_addr.s_addr ==
-		       name->sin_addr.s_addr;
+	conn->checking = false;
+	switch (nrma_conn_request_verdict(&cm->attr.name, existing)) {
+	case NRMA_CONN_BUSY:
+		cm->attr.ops->probe(cm->attr.arg, existing);
+		cm_reject(cm, conn->id, NRMA_REJECT_BUSY);
+		conn_retire(conn);
+		return;
+	case NRMA_CONN_COLLISION:
+		cm_reject(cm, conn->id, NRMA_REJECT_COLLISION);
+		conn_retire(conn);
+		return;
+	case NRMA_CONN_ACCEPT:
+		break;
+	}
+	if (existing)
+		cm_replace(conn, existing);
+	if (conn_open(conn)) {
+		rdma_reject(conn->id, NULL, 0);
+		conn_retire(conn);
+		return;
+	}
+	cm_conn_data_init(conn, &data);
+	param = cm_conn_param(cm, &data, sizeof(data));
+	if (rdma_accept(conn->id, &param)) {
+		rdma_reject(conn->id, NULL, 0);
+		conn_retire(conn);
+	}
 }
 
+/* What the check of conn's request found; PENDING: nothing yet. */
+static void cm_on_checked(struct nrma_conn *conn,
+			  enum nrma_cm_check_result result)
+{
+	switch (result) {
+	case NRMA_CM_CHECK_PENDING:
+		return;
+	case NRMA_CM_CHECK_CONFIRMED:
+		cm_accept_checked(conn);
+		return;
+	case NRMA_CM_CHECK_DENIED:
+		/* Or an attempt that lost to ours as we connected both ways. */
+		NRMA_INFO(FI_LOG_EP_CTRL,
+			  "refused a request that %s:%u did not make\n",
+			  inet_ntoa(conn->peer.sin_addr),
+			  ntohs(conn->peer.sin_port));
+		cm_reject(conn->cm, conn->id, NRMA_REJECT_IDENTITY);
+		break;
+	case NRMA_CM_CHECK_UNSURE:
+		cm_reject(conn->cm, conn->id, NRMA_REJECT_UNCHECKED);
+		break;
+	}
+	conn_retire(conn);
+}
+
+/* An event of the check of conn's request: its id goes with the answer. */
+static enum nrma_cm_cleanup cm_on_check_event(struct nrma_conn *conn,
+					      struct rdma_cm_event *ev)
+{
+	enum nrma_cm_check_result result =
+		nrma_cm_check_event(conn, ev, &conn->cm->attr.name);
+
+	if (result == NRMA_CM_CHECK_PENDING)
+		return NRMA_CM_KEEP;
+	conn->check_id = NULL;
+	cm_on_checked(conn, result);
+	return NRMA_CM_DESTROY_ID;
+}
+
+/*
+ * A request is taken in as a connection that waits until the endpoint
+ * it names confirms it; until then no lookup by name finds it.
+ */
 static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 						  struct rdma_cm_event *ev)
 {
 	const struct nrma_cm_data *req = cm_data_of(ev);
-	struct nrma_conn *existing, *conn;
-	struct nrma_cm_data data;
-	struct rdma_conn_param param;
-	bool self;
+	struct nrma_conn *conn;
 
 	if (cm->disabled) {
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_ID;
 	}
-	if (!req || nrma_cm_data_version(req) != NRMA_PROTOCOL_VERSION ||
-	    !nrma_cm_grant_valid(&req->grant)) {
+	if (!req || nrma_cm_data_version(req) != NRMA_PROTOCOL_VERSION) {
 		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
 	}
-	if (!cm_request_from(ev->id, &req->name)) {
-		cm_reject(cm, ev->id, NRMA_REJECT_IDENTITY);
+	if (nrma_cm_data_kind(req) == NRMA_CM_CHECK) {
+		nrma_cm_check_answer(ev->id, req, &cm->attr.name,
+				     cm->attr.claims);
 		return NRMA_CM_DESTROY_ID;
 	}
-	/* An endpoint sending to itself: its outgoing end stays for sends. */
-	self = !nrma_addr_cmp(&req->name, &cm->attr.name);
-	existing = self ? NULL :
-			  nrma_conn_table_by_name(&cm->table, &req->name,
-						  req->ctx);
-	switch (nrma_conn_request_verdict(&cm->attr.name, existing)) {
-	case NRMA_CONN_BUSY:
-		cm->attr.ops->probe(cm->attr.arg, existing);
-		cm_reject(cm, ev->id, NRMA_REJECT_BUSY);
+	if (!nrma_cm_grant_valid(&req->grant)) {
+		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
-	case NRMA_CONN_COLLISION:
-		cm_reject(cm, ev->id, NRMA_REJECT_COLLISION);
+	}
+	if (!nrma_cm_request_from(ev->id, &req->name)) {
+		cm_reject(cm, ev->id, NRMA_REJECT_IDENTITY);
 		return NRMA_CM_DESTROY_ID;
-	case NRMA_CONN_ACCEPT:
-		break;
 	}
 	conn = conn_alloc(cm, ev->id, &req->name, false);
 	if (!conn) {
@@ -723,19 +803,19 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 	}
 	cm_conn_grant_take(conn, &req->grant);
 	conn->peer_ctx = req->ctx;
-	conn->loopback = self;
-	if (existing)
-		cm_replace(conn, existing);
+	conn->nonce = req->nonce;
+	conn->checking = true;
+	/* An endpoint sending to itself: its outgoing end stays for sends. */
+	conn->loopback = !nrma_addr_cmp(&req->name, &cm->attr.name);
+	/* The check needs its number, unique on this device (below). */
 	if (conn_create_qp(conn)) {
 		rdma_reject(ev->id, NULL, 0);
-		return NRMA_CM_DESTROY_CONN;
+		conn_retire(conn);
+		return NRMA_CM_KEEP;
 	}
-	cm_conn_data_init(conn, &data);
-	param = cm_conn_param(cm, &data, sizeof(data));
-	if (rdma_accept(ev->id, &param)) {
-		rdma_reject(ev->id, NULL, 0);
-		return NRMA_CM_DESTROY_CONN;
-	}
+	cm_on_checked(conn,
+		      nrma_cm_check_start(conn, cm->channel, &cm->attr.name,
+					  cm->attr.claims));
 	return NRMA_CM_KEEP;
 }
 
@@ -767,7 +847,9 @@ static void cm_on_msg_rejected(struct nrma_conn *conn,
 
 /*
  * A peer that rejected us for a collision is connecting to us instead, one
- * that is busy checks its old connection to us, and one that sent no
+ * that is busy checks its old connection to us, one that could not ask
+ * our listener whether the request was ours may next time, and one that
+ * sent no
  * private data may not be listening yet: all are tried again, while the
  * patience lasts, unless the peer's own connection has come in by then
  * (nrma_conn_get).  No listener where a connection broke, though, means
@@ -779,7 +861,8 @@ static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 	const struct nrma_cm_data *data = cm_data_of(ev);
 	enum nrma_reject_reason why = data ? nrma_cm_data_reason(data) :
 					     NRMA_REJECT_NONE;
-	bool again = why == NRMA_REJECT_COLLISION || why == NRMA_REJECT_BUSY;
+	bool again = why == NRMA_REJECT_COLLISION || why == NRMA_REJECT_BUSY ||
+		     why == NRMA_REJECT_UNCHECKED;
 
 	if (conn->cm->attr.msg) {
 		cm_on_msg_rejected(conn, ev);
@@ -802,6 +885,8 @@ static enum nrma_cm_cleanup cm_handle_event(struct nrma_cm *cm,
 
 	NRMA_DBG(FI_LOG_EP_CTRL, "%s (%s)\n", rdma_event_str(ev->event),
 		 conn ? inet_ntoa(conn->peer.sin_addr) : "listener");
+	if (conn && ev->id == conn->check_id)
+		return cm_on_check_event(conn, ev);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return cm_on_connect_request(cm, ev);
@@ -854,8 +939,6 @@ void nrma_cm_progress(struct nrma_cm *cm)
 		rdma_ack_cm_event(ev);
 		if (cleanup == NRMA_CM_DESTROY_ID)
 			rdma_destroy_id(id);
-		else if (cleanup == NRMA_CM_DESTROY_CONN)
-			conn_destroy(id->context);
 	}
 	nrma_cm_reap(cm);
 }
@@ -930,7 +1013,7 @@ int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
 		req->id = NULL;
 	if (!ret) {
 		cm_conn_grant_take(conn, &req->grant);
-		ret = conn_create_qp(conn);
+		ret = conn_setup(conn);
 	}
 	if (!ret) {
 		param = cm_conn_param(cm, data,

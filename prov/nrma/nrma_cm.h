@@ -29,8 +29,12 @@ struct nrma_notify_cell;
 struct nrma_verbs_domain;
 struct nrma_verbs_ep;
 struct nrma_verbs_qp;
+struct rdma_cm_event;
 struct rdma_cm_id;
 struct rdma_event_channel;
+
+/* rdmacm's address and route resolution, each. */
+#define NRMA_CM_TIMEOUT_MS 2000
 
 /*
  * The words a notified write bumps at the peer, besides the peer
@@ -88,6 +92,17 @@ struct nrma_conn {
 	int64_t started;      /* ms: first attempt to reach the peer */
 	/* Its connection broke after it was up: no listener means it left. */
 	bool reached_before;
+	/*
+	 * Outgoing: the nonce its request carries, claimed (on the claims'
+	 * list by claim_link) until it is up.  Incoming: the peer's nonce,
+	 * and check_id asks the peer's listener about it until it answers;
+	 * it is checking until then.
+	 */
+	uint64_t nonce;
+	bool claimed;
+	bool checking;
+	struct nrma_dlist claim_link;
+	struct rdma_cm_id *check_id;
 	/* Operations and owed ACKs that use it: it lives while any do. */
 	size_t refs;
 	size_t acks_owed; /* ACKs waiting for room to go to the peer */
@@ -138,7 +153,7 @@ int nrma_conn_table_map_qp(struct nrma_conn_table *table,
 struct nrma_conn *nrma_conn_table_by_addr(const struct nrma_conn_table *table,
 					  fi_addr_t fi_addr);
 /* A live connection from the peer named name's context ctx, loopback
- * ones aside. */
+ * ones and requests still being checked aside. */
 struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
 					  const struct sockaddr_in *name,
 					  uint16_t ctx);
@@ -187,9 +202,54 @@ struct nrma_cm_ops {
 			  size_t len);
 };
 
+/*
+ * Whose a connection request is (nrma_cm_check.c, nrma_proto.h): a
+ * domain's claims are the nonces of its endpoints' outgoing attempts
+ * under way; an acceptor asks the listener of the endpoint a request
+ * names whether the request's nonce is among them.  Its lock is a leaf.
+ */
+struct nrma_cm_claims;
+
+enum nrma_cm_check_result {
+	NRMA_CM_CHECK_PENDING,	 /* the answer is on its way */
+	NRMA_CM_CHECK_CONFIRMED, /* the named endpoint sent the request */
+	NRMA_CM_CHECK_DENIED,	 /* it did not */
+	NRMA_CM_CHECK_UNSURE,	 /* no answer came: the requester may retry */
+};
+
+int nrma_cm_claims_open(struct nrma_cm_claims **claims);
+void nrma_cm_claims_close(struct nrma_cm_claims *claims);
+/* An outgoing attempt draws its nonce and is claimed until unclaimed. */
+void nrma_cm_claim(struct nrma_cm_claims *claims, struct nrma_conn *conn);
+void nrma_cm_unclaim(struct nrma_cm_claims *claims, struct nrma_conn *conn);
+/*
+ * Checks conn, an incoming request that named conn->peer with the nonce
+ * conn->nonce, for the endpoint self: one of its own claims answers at
+ * once, else a check id on channel asks the peer's listener.
+ */
+enum nrma_cm_check_result nrma_cm_check_start(
+	struct nrma_conn *conn, struct rdma_event_channel *channel,
+	const struct sockaddr_in *self, struct nrma_cm_claims *claims);
+/* An event of conn->check_id; it is destroyed once the answer is known. */
+enum nrma_cm_check_result nrma_cm_check_event(struct nrma_conn *conn,
+					      const struct rdma_cm_event *ev,
+					      const struct sockaddr_in *self);
+/* Answers a check request (id, query) to the endpoint self's listener. */
+void nrma_cm_check_answer(struct rdma_cm_id *id,
+			  const struct nrma_cm_data *query,
+			  const struct sockaddr_in *self,
+			  struct nrma_cm_claims *claims);
+/*
+ * Whether a request's source host is the one its named endpoint lives on:
+ * nobody may speak for an endpoint on another host.
+ */
+bool nrma_cm_request_from(struct rdma_cm_id *id,
+			  const struct sockaddr_in *name);
+
 /* Fixed when the endpoint is enabled. */
 struct nrma_cm_attr {
 	struct nrma_verbs_domain *vdom;
+	struct nrma_cm_claims *claims; /* its domain's */
 	struct nrma_verbs_ep *vep;
 	size_t sq_depth; /* send queue per connection */
 	size_t max_sge;

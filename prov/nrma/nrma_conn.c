@@ -109,7 +109,8 @@ struct nrma_conn *nrma_conn_table_by_name(const struct nrma_conn_table *table,
 			nrma_container_of(item, struct nrma_conn, link);
 
 		if (conn->state != NRMA_CONN_FAILED && !conn->loopback &&
-		    !nrma_addr_cmp(&conn->peer, name) && conn->peer_ctx == ctx)
+		    !conn->checking && !nrma_addr_cmp(&conn->peer, name) &&
+		    conn->peer_ctx == ctx)
 			return conn;
 	}
 	return NULL;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "nrma.h"
+#include "nrma_cm.h"
 #include "nrma_enosys.h"
 #include "nrma_keytab.h"
 #include "nrma_notify.h"
@@ -19,6 +20,7 @@ static int nrma_domain_close(struct fid *fid)
 	nrma_cm_thread_close(domain->cm_thread);
 	nrma_notify_close(domain->notify);
 	nrma_keytab_close(domain->keytab);
+	nrma_cm_claims_close(domain->claims);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
 	pthread_mutex_destroy(&domain->ctx_lock);
@@ -118,12 +120,17 @@ static int domain_resources_open(struct nrma_domain *domain,
 			       &domain->keytab);
 	if (ret)
 		goto err_notify;
+	ret = nrma_cm_claims_open(&domain->claims);
+	if (ret)
+		goto err_keytab;
 	ret = nrma_cm_thread_open(domain->verbs, domain_async_report,
 				  &domain->cm_thread);
 	if (ret)
-		goto err_keytab;
+		goto err_claims;
 	return 0;
 
+err_claims:
+	nrma_cm_claims_close(domain->claims);
 err_keytab:
 	nrma_keytab_close(domain->keytab);
 err_notify:

@@ -257,6 +257,7 @@ static struct nrma_cm_attr ep_cm_attr(struct nrma_ep *ep)
 
 	return (struct nrma_cm_attr){
 		.vdom = ep->domain->verbs,
+		.claims = ep->domain->claims,
 		.vep = ep->verbs,
 		.sq_depth = nrma_params.qp_depth,
 		.max_sge = NRMA_IOV_LIMIT,

@@ -42,6 +42,11 @@ uint16_t nrma_cm_data_version(const struct nrma_cm_data *data)
 	return ntohs(data->version);
 }
 
+enum nrma_cm_kind nrma_cm_data_kind(const struct nrma_cm_data *data)
+{
+	return ntohs(data->kind);
+}
+
 enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data)
 {
 	return ntohs(data->reject_reason);

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION 7
+#define NRMA_PROTOCOL_VERSION 8
 
 /* iovs per operation, and so rendezvous segments per message */
 #define NRMA_IOV_LIMIT 4
@@ -41,7 +41,9 @@ enum nrma_reject_reason {
 	NRMA_REJECT_COLLISION, /* our own request to you wins */
 	NRMA_REJECT_VERSION,   /* not our protocol version */
 	NRMA_REJECT_BUSY,      /* we are connected to you: try again */
-	NRMA_REJECT_IDENTITY,  /* the name you claim is not your address */
+	NRMA_REJECT_IDENTITY,  /* the name you claim is not yours */
+	NRMA_REJECT_UNCHECKED, /* your name could not be checked: try again */
+	NRMA_REJECT_CONFIRMED, /* a check's answer: the request is ours */
 };
 
 /* rdmacm's private data of a connection request, at most, on IB. */
@@ -72,15 +74,28 @@ bool nrma_cm_grant_valid(const struct nrma_cm_grant *grant);
  * its peer's name and context: 0 for an endpoint's own, i + 1 for the
  * transmit context i of a scalable endpoint, which connects under the
  * scalable endpoint's name.
+ *
+ * A request's host is the one rdmacm saw, its port is not: another process
+ * on that host could claim the name.  So each request carries a random
+ * nonce, and the acceptor asks the endpoint so named, with a request of
+ * kind NRMA_CM_CHECK to its listener, whether that nonce is one of its
+ * own attempts; the listener refuses it, answering NRMA_REJECT_CONFIRMED
+ * (with the nonce) or NRMA_REJECT_IDENTITY.
  */
+enum nrma_cm_kind {
+	NRMA_CM_CONNECT,
+	NRMA_CM_CHECK,
+};
+
 struct nrma_cm_data {
 	uint32_t magic;		 /* network byte order */
 	uint16_t version;	 /* network byte order */
 	uint16_t reject_reason;	 /* network byte order */
 	struct sockaddr_in name; /* the sender endpoint's name */
 	struct nrma_cm_grant grant;
-	uint16_t ctx; /* the sender's context */
-	uint16_t reserved;
+	uint16_t ctx;	/* the sender's context */
+	uint16_t kind;	/* network byte order: enum nrma_cm_kind */
+	uint64_t nonce; /* the request's, or the one a check asks about */
 };
 
 _Static_assert(sizeof(struct nrma_cm_data) <= NRMA_CM_REQ_DATA_MAX,
@@ -92,6 +107,7 @@ void nrma_cm_data_init(struct nrma_cm_data *data,
 /* The private data in buf if it is nrma's (of any version), else NULL. */
 const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len);
 uint16_t nrma_cm_data_version(const struct nrma_cm_data *data);
+enum nrma_cm_kind nrma_cm_data_kind(const struct nrma_cm_data *data);
 enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data);
 
 /*

@@ -122,6 +122,15 @@ static struct nrma_rkey *rkey_entry(struct nrma_conn *conn, uint64_t key)
 	return rk;
 }
 
+/* Whether rk says nothing of key now: another key's, or not read since a
+ * change (or not at all). */
+static bool rkey_stale(const struct nrma_rkey *rk, struct nrma_conn *conn,
+		       uint64_t key)
+{
+	return rk->key != key || rk->state == NRMA_RKEY_UNKNOWN ||
+	       rk->changes != rkey_peer_changes(conn);
+}
+
 int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		     uint64_t addr, uint64_t len, uint32_t access,
 		     struct nrma_remote *remote)
@@ -135,19 +144,15 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 	rk = rkey_entry(conn, key);
 	if (!rk)
 		return -FI_EAGAIN;
-	if (rk->state != NRMA_RKEY_READING &&
-	    (rk->key != key || rk->state == NRMA_RKEY_UNKNOWN ||
-	     rk->changes != rkey_peer_changes(conn))) {
+	if (rk->state != NRMA_RKEY_READING && rkey_stale(rk, conn, key)) {
 		rk->key = key;
 		rk->state = NRMA_RKEY_UNKNOWN;
 		rkey_read(ep, conn, rk);
 	}
 	if (rk->state == NRMA_RKEY_READING)
 		rkey_wait(ep, conn, rk);
-	/* Still on its way, another key's, or read before a change. */
-	if (rk->key != key || rk->state == NRMA_RKEY_READING ||
-	    rk->state == NRMA_RKEY_UNKNOWN ||
-	    rk->changes != rkey_peer_changes(conn))
+	/* Still on its way, or no longer what we asked for. */
+	if (rk->state == NRMA_RKEY_READING || rkey_stale(rk, conn, key))
 		return -FI_EAGAIN;
 	if (rk->state == NRMA_RKEY_ABSENT) {
 		rk->state = NRMA_RKEY_UNKNOWN; /* the next use asks again */

@@ -4,9 +4,11 @@
  * before it is used.  The parent ("V", the victim) is an nrma endpoint;
  * child "P" is an honest nrma peer; child "H" speaks nrma's wire format
  * itself, over rdmacm and verbs, and lies:
- *  1. it claims the name of an endpoint on another host: V rejects it,
- *     saying why;
- *  2. it connects under a name of its own host, takes a rendezvous message
+ *  1. it claims the name of an endpoint on another host, P's name (of its
+ *     own host), and a name of its host that nobody listens on: V refuses
+ *     each, saying why (it asks P, who did not make the request);
+ *  2. it connects under a name of its own (it listens there and confirms
+ *     its requests when V asks, as nrma does), takes a rendezvous message
  *     from V, and then, while V's rendezvous send to P waits for P's ACK,
  *     forges ACKs for the tokens it could guess from the one it saw (other
  *     generations, generation 0, every slot nearby): none completes
@@ -28,6 +30,8 @@
  *     STALL_MS) fails the connection: the send ends in FI_ETIMEDOUT, no
  *     sooner, and H sees the connection go.
  */
+#include <sys/random.h>
+
 #include <rdma/rdma_cma.h>
 
 #include "itest_msg.h"
@@ -83,6 +87,65 @@ struct fake {
 	struct ibv_mr *cell_mr;
 	struct nrma_credit_tx credit[NRMA_CREDIT_CLASSES];
 };
+
+/*
+ * H's own name: a listener that answers V's checks of H's requests, as
+ * nrma's listeners do (nrma_proto.h): confirmed for H's nonce only.
+ */
+struct claimer {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct sockaddr_in name;
+	uint64_t nonce; /* of H's request under way */
+	int asked;	/* checks answered */
+};
+
+static void claimer_open(struct claimer *c, const struct sockaddr_in *host)
+{
+	struct sockaddr_in addr = *host;
+
+	memset(c, 0, sizeof(*c));
+	addr.sin_port = 0;
+	c->ch = rdma_create_event_channel();
+	CHECK(c->ch != NULL);
+	CHECK(!rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP));
+	CHECK(!rdma_bind_addr(c->id, (struct sockaddr *) &addr));
+	CHECK(!rdma_listen(c->id, 8));
+	memcpy(&c->name, rdma_get_local_addr(c->id), sizeof(c->name));
+}
+
+static void claimer_close(struct claimer *c)
+{
+	rdma_destroy_id(c->id);
+	rdma_destroy_event_channel(c->ch);
+}
+
+static void claimer_answer(struct claimer *c)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	const struct nrma_cm_data *q;
+	struct nrma_cm_data a;
+	bool ours;
+
+	CHECK(!rdma_get_cm_event(c->ch, &ev));
+	q = nrma_cm_data_parse(ev->param.conn.private_data,
+			       ev->param.conn.private_data_len);
+	EXPECT(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && q &&
+		       nrma_cm_data_kind(q) == NRMA_CM_CHECK,
+	       "V asks whether the request is H's (%s)",
+	       rdma_event_str(ev->event));
+	ours = q->nonce == c->nonce;
+	nrma_cm_data_init(&a, &c->name, 0,
+			  ours ? NRMA_REJECT_CONFIRMED : NRMA_REJECT_IDENTITY);
+	a.kind = htons(NRMA_CM_CHECK);
+	a.nonce = q->nonce;
+	CHECK(!rdma_reject(ev->id, &a, sizeof(a)));
+	id = ev->id;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(id);
+	c->asked++;
+}
 
 static struct rdma_cm_event *fake_event(struct fake *f)
 {
@@ -168,10 +231,32 @@ static void fake_close(struct fake *f)
 	free(f->buf);
 }
 
+/*
+ * H's answers to V's checks while V takes its request, then V's answer:
+ * c NULL: H does not listen where it claims to be.
+ */
+static struct rdma_cm_event *fake_reply(struct fake *f, struct claimer *c)
+{
+	struct pollfd pfd[2] = { { .fd = f->ch->fd, .events = POLLIN },
+				 { .fd = c ? c->ch->fd : -1,
+				   .events = POLLIN } };
+	int64_t deadline = itest_deadline();
+	struct rdma_cm_event *ev;
+
+	for (;;) {
+		EXPECT(poll(pfd, 2, 100) >= 0, "poll: %s", strerror(errno));
+		if (pfd[1].revents & POLLIN)
+			claimer_answer(c);
+		if ((pfd[0].revents & POLLIN) && !rdma_get_cm_event(f->ch, &ev))
+			return ev;
+		itest_check_deadline(deadline, "V's answer to H's request");
+	}
+}
+
 /* Connects claiming name; returns the event and V's reject reason. */
 static enum rdma_cm_event_type fake_connect(struct fake *f,
 					    const struct sockaddr_in *name,
-					    int *reason)
+					    struct claimer *c, int *reason)
 {
 	struct nrma_cm_data data;
 	struct rdma_conn_param param = {
@@ -190,8 +275,12 @@ static enum rdma_cm_event_type fake_connect(struct fake *f,
 	data.grant.credit_rkey = f->cell_mr->rkey;
 	data.grant.credits_msg = FAKE_CREDITS_MSG;
 	data.grant.credits_ctl = FAKE_CREDITS_CTL;
+	CHECK(getrandom(&data.nonce, sizeof(data.nonce), 0) ==
+	      sizeof(data.nonce));
+	if (c)
+		c->nonce = data.nonce;
 	CHECK(!rdma_connect(f->id, &param));
-	ev = fake_event(f);
+	ev = fake_reply(f, c);
 	type = ev->event;
 	reply = nrma_cm_data_parse(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len);
@@ -237,7 +326,6 @@ static int fake_post(struct fake *f, struct ibv_send_wr *wr, size_t len)
 	}
 }
 
-/* Sends len bytes of the send buffer; waits for its completion. */
 /* Waits for a credit of class at V, then takes it. */
 static void fake_credit(struct fake *f, enum nrma_credit_class class)
 {
@@ -248,6 +336,7 @@ static void fake_credit(struct fake *f, enum nrma_credit_class class)
 	f->credit[class].sent++;
 }
 
+/* Sends len bytes of the send buffer; waits for its completion. */
 static int fake_send(struct fake *f, size_t len, enum nrma_credit_class class)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
@@ -323,7 +412,7 @@ static void fake_forge(struct fake *f, uint64_t seen)
 
 /* 4. The key of a rendezvous message reads it, and only until it is sent. */
 static void hostile_key(struct itest_chan *ch, const struct sockaddr_in *v,
-			const struct sockaddr_in *claim)
+			struct claimer *c)
 {
 	static char want[RNDV_LEN];
 	struct nrma_rndv_seg seg = { 0 };
@@ -332,7 +421,8 @@ static void hostile_key(struct itest_chan *ch, const struct sockaddr_in *v,
 	int reason, status;
 
 	fake_open(&f, v, FAKE_BUFS);
-	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
+	EXPECT(fake_connect(&f, &c->name, c, &reason) ==
+		       RDMA_CM_EVENT_ESTABLISHED,
 	       "H connects again (reason %d)", reason);
 	itest_signal(ch, STEP_H_AGAIN);
 	hdr = fake_recv(&f, &seg);
@@ -373,7 +463,7 @@ static bool fake_credit_within(struct fake *f, int ms)
 }
 
 static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
-			    const struct sockaddr_in *claim)
+			    struct claimer *c)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
 	struct nrma_hdr *hdr;
@@ -382,7 +472,8 @@ static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
 	int reason;
 
 	fake_open(&f, v, FAKE_BUFS);
-	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
+	EXPECT(fake_connect(&f, &c->name, c, &reason) ==
+		       RDMA_CM_EVENT_ESTABLISHED,
 	       "H connects a third time (reason %d)", reason);
 	hdr = (void *) (f.buf + FAKE_BUFS * FAKE_BUF);
 	for (i = 0; fake_credit_within(&f, FAKE_QUIET_MS); i++) {
@@ -406,13 +497,14 @@ static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
 
 /* 6. A peer that takes nothing: V's stall watch gives up on it. */
 static void hostile_mute(struct itest_chan *ch, const struct sockaddr_in *v,
-			 const struct sockaddr_in *claim)
+			 struct claimer *c)
 {
 	struct fake f;
 	int reason;
 
 	fake_open(&f, v, 0);
-	EXPECT(fake_connect(&f, claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
+	EXPECT(fake_connect(&f, &c->name, c, &reason) ==
+		       RDMA_CM_EVENT_ESTABLISHED,
 	       "H connects a fourth time (reason %d)", reason);
 	itest_signal(ch, STEP_MUTE);
 	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
@@ -420,31 +512,49 @@ static void hostile_mute(struct itest_chan *ch, const struct sockaddr_in *v,
 	fake_close(&f);
 }
 
+/* 1. Names that are not H's: V refuses each, for why. */
+static void hostile_claim(const struct sockaddr_in *v,
+			  const struct sockaddr_in *claim, int why,
+			  const char *what)
+{
+	struct fake f;
+	int reason;
+
+	fake_open(&f, v, FAKE_BUFS);
+	EXPECT(fake_connect(&f, claim, NULL, &reason) == RDMA_CM_EVENT_REJECTED,
+	       "%s is refused", what);
+	EXPECT(reason == why, "%s: reason %d, not %d", what, reason, why);
+	fake_close(&f);
+}
+
 static void hostile(void *arg)
 {
 	struct itest_chan ch = itest_link_child(&link_h);
-	struct sockaddr_in v, claim;
+	struct sockaddr_in v, p, claim;
+	struct claimer c;
 	struct fake f;
 	struct nrma_hdr hdr;
 	int reason;
 
 	(void) arg;
 	itest_chan_read(&ch, &v, sizeof(v), "V's name");
-	/* 1. A name on another host. */
+	itest_chan_read(&ch, &p, sizeof(p), "P's name");
 	claim = v;
 	claim.sin_addr.s_addr ^= htonl(0x42);
-	fake_open(&f, &v, FAKE_BUFS);
-	EXPECT(fake_connect(&f, &claim, &reason) == RDMA_CM_EVENT_REJECTED,
-	       "a foreign name is rejected");
-	EXPECT(reason == NRMA_REJECT_IDENTITY, "reason %d", reason);
-	fake_close(&f);
-	/* 2. A name of its own host; a port nobody listens on. */
+	hostile_claim(&v, &claim, NRMA_REJECT_IDENTITY, "a foreign name");
+	hostile_claim(&v, &p, NRMA_REJECT_IDENTITY, "P's name");
 	claim = v;
 	claim.sin_port = htons(7);
+	hostile_claim(&v, &claim, NRMA_REJECT_UNCHECKED,
+		      "a name nobody listens on");
+	/* 2. H's own name. */
+	claimer_open(&c, &v);
 	fake_open(&f, &v, FAKE_BUFS);
-	EXPECT(fake_connect(&f, &claim, &reason) == RDMA_CM_EVENT_ESTABLISHED,
-	       "an honest name is accepted (reason %d)", reason);
-	itest_chan_write(&ch, &claim, sizeof(claim));
+	EXPECT(fake_connect(&f, &c.name, &c, &reason) ==
+		       RDMA_CM_EVENT_ESTABLISHED,
+	       "H's own name is accepted (reason %d)", reason);
+	EXPECT(c.asked == 1, "V asked H once (%d)", c.asked);
+	itest_chan_write(&ch, &c.name, sizeof(c.name));
 	itest_signal(&ch, STEP_H_NAME);
 	hdr = fake_recv(&f, NULL);
 	EXPECT(hdr.op == NRMA_HDR_RNDV && hdr.len == RNDV_LEN,
@@ -461,10 +571,11 @@ static void hostile(void *arg)
 	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
 	itest_signal(&ch, STEP_RUNT);
 	fake_close(&f);
-	hostile_key(&ch, &v, &claim);
-	hostile_overrun(&ch, &v, &claim);
-	hostile_mute(&ch, &v, &claim);
+	hostile_key(&ch, &v, &c);
+	hostile_overrun(&ch, &v, &c);
+	hostile_mute(&ch, &v, &c);
 	itest_expect_idle(&ch, STEP_DONE, itest_wait_ms(), "the end");
+	claimer_close(&c);
 }
 
 static void honest(void *arg)
@@ -542,7 +653,7 @@ int main(void)
 	struct itest_chan ch_p, ch_h;
 	struct itest_node v;
 	struct itest_comp c;
-	struct sockaddr_in h_name;
+	struct sockaddr_in h_name, p_name;
 	fi_addr_t h, p;
 
 	CHECK(setenv("FI_NRMA_STALL_MS", itest_fmt("%d", STALL_MS), 1) == 0);
@@ -553,8 +664,10 @@ int main(void)
 	ch_p = itest_link_parent(&link_p);
 	ch_h = itest_link_parent(&link_h);
 	itest_node_open(&v, NULL, "V");
-	p = itest_node_exchange(&v, &ch_p);
+	p_name = itest_name_swap(&ch_p, &v.name);
+	p = itest_node_insert(&v, &p_name);
 	itest_chan_write(&ch_h, &v.name, sizeof(v.name));
+	itest_chan_write(&ch_h, &p_name, sizeof(p_name));
 
 	itest_step = "H's honest connection";
 	itest_chan_read(&ch_h, &h_name, sizeof(h_name), "H's name");
