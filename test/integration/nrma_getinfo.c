@@ -118,6 +118,15 @@ static void check_unmet(void)
 	info = NULL;
 	fi_freeinfo(hints);
 
+	/* No authorization keys (fi_nrma(7), LIMITATIONS). */
+	hints = itest_hints();
+	hints->domain_attr->auth_key = calloc(1, 8);
+	CHECK(hints->domain_attr->auth_key != NULL);
+	hints->domain_attr->auth_key_size = 8;
+	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
+		  -FI_ENODATA);
+	fi_freeinfo(hints);
+
 	/* TEST-NET-1: on no device of ours. */
 	hints = itest_hints();
 	CHECK_RET(fi_getinfo(ITEST_VERSION, "192.0.2.1", NULL, FI_SOURCE, hints,
