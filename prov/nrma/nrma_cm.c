@@ -849,10 +849,9 @@ static void cm_on_msg_rejected(struct nrma_conn *conn,
  * A peer that rejected us for a collision is connecting to us instead, one
  * that is busy checks its old connection to us, one that could not ask
  * our listener whether the request was ours may next time, and one that
- * sent no
- * private data may not be listening yet: all are tried again, while the
- * patience lasts, unless the peer's own connection has come in by then
- * (nrma_conn_get).  No listener where a connection broke, though, means
+ * sent no private data may not be listening yet: all are tried again,
+ * while the patience lasts, unless the peer's own connection has come in
+ * by then (nrma_conn_get).  No listener where a connection broke, though, means
  * the peer is gone (its process died): its operations fail at once.
  */
 static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,

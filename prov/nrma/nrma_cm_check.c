@@ -129,6 +129,16 @@ err:
 	return NRMA_CM_CHECK_UNSURE;
 }
 
+/* A check's question (reason NONE) or answer, about nonce, from self. */
+static void check_data_init(struct nrma_cm_data *data,
+			    const struct sockaddr_in *self,
+			    enum nrma_reject_reason reason, uint64_t nonce)
+{
+	nrma_cm_data_init(data, self, 0, reason);
+	data->kind = htons(NRMA_CM_CHECK);
+	data->nonce = nonce;
+}
+
 /* The question: the nonce, with our name, to the peer's listener. */
 static enum nrma_cm_check_result check_ask(struct nrma_conn *conn,
 					   const struct sockaddr_in *self)
@@ -139,9 +149,7 @@ static enum nrma_cm_check_result check_ask(struct nrma_conn *conn,
 		.private_data_len = sizeof(query),
 	};
 
-	nrma_cm_data_init(&query, self, 0, NRMA_REJECT_NONE);
-	query.kind = htons(NRMA_CM_CHECK);
-	query.nonce = conn->nonce;
+	check_data_init(&query, self, NRMA_REJECT_NONE, conn->nonce);
 	/*
 	 * The listener only refuses it, but the peer's CM still takes the
 	 * number of our queue pair as the requester's, and refuses (and
@@ -200,10 +208,9 @@ void nrma_cm_check_answer(struct rdma_cm_id *id,
 		    claims_hold(claims, query->nonce, &query->name);
 	struct nrma_cm_data answer;
 
-	nrma_cm_data_init(&answer, self, 0,
-			  ours ? NRMA_REJECT_CONFIRMED : NRMA_REJECT_IDENTITY);
-	answer.kind = htons(NRMA_CM_CHECK);
-	answer.nonce = query->nonce;
+	check_data_init(&answer, self,
+			ours ? NRMA_REJECT_CONFIRMED : NRMA_REJECT_IDENTITY,
+			query->nonce);
 	if (!ours)
 		NRMA_INFO(FI_LOG_EP_CTRL,
 			  "%s:%u asked about a request we did not make\n",
