@@ -30,6 +30,8 @@
 
 #include <mpi.h>
 
+#include "nrma_mpi_hosts.h"
+
 #define RING_MAX   (4u << 20)
 #define BCAST_N	   (1u << 20) /* ints */
 #define A2A_N	   1000	      /* ints to each rank */
@@ -273,28 +275,6 @@ static void check_rma(void)
 	free(mem);
 }
 
-/* How many hosts the ranks run on, by processor name. */
-static int count_hosts(void)
-{
-	char *names = xmalloc((size_t) nranks * MPI_MAX_PROCESSOR_NAME);
-	char me[MPI_MAX_PROCESSOR_NAME] = { 0 };
-	int len, hosts = 0;
-
-	MPI_Get_processor_name(me, &len);
-	MPI_Allgather(me, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names,
-		      MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
-	for (int r = 0; r < nranks; r++) {
-		int first = 1;
-
-		for (int q = 0; q < r && first; q++)
-			first = strcmp(&names[r * MPI_MAX_PROCESSOR_NAME],
-				       &names[q * MPI_MAX_PROCESSOR_NAME]) != 0;
-		hosts += first;
-	}
-	free(names);
-	return hosts;
-}
-
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -305,7 +285,7 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	if (nranks < 2)
 		fail("needs 2 ranks or more");
-	hosts = count_hosts();
+	hosts = nrma_mpi_count_hosts();
 	if (want_hosts && hosts != want_hosts)
 		fail("the ranks run on %d hosts, not %d", hosts, want_hosts);
 	if (!strcmp(what, "msg"))

@@ -18,6 +18,9 @@
  *   4. Rates of notified puts, printed as "rate: N notified puts/s ...":
  *      pipelined (one flush at the end) and flushed (a flush after each).
  *
+ * Usage: nrma_mpi_notify [HOSTS]: with HOSTS, the ranks must run on that
+ * many hosts (by MPI_Get_processor_name).
+ *
  * Exit status 0 iff every check passed; a failed check prints
  * "FAIL: ..." and aborts the job.
  */
@@ -30,6 +33,8 @@
 #include <time.h>
 
 #include <mpi.h>
+
+#include "nrma_mpi_hosts.h"
 
 #define IDX_PER_ORIGIN 4     /* each origin spreads its puts over these */
 #define PUTS	       500   /* per index, in phase 1 */
@@ -329,7 +334,7 @@ static void phase_rate(MPI_Win win, const uint64_t *values, int puts,
 
 int main(int argc, char **argv)
 {
-	int nidx;
+	int want_hosts = argc > 1 ? atoi(argv[1]) : 0, hosts, nidx;
 	MPI_Aint bytes;
 	uint64_t *base = NULL, *values;
 	MPI_Win win;
@@ -339,6 +344,9 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 	if (nprocs < 2)
 		fail("needs at least 2 ranks");
+	hosts = nrma_mpi_count_hosts();
+	if (want_hosts && hosts != want_hosts)
+		fail("the ranks run on %d hosts, not %d", hosts, want_hosts);
 	nidx = origins() * IDX_PER_ORIGIN;
 	bytes = (MPI_Aint) nidx * PUTS * sizeof(uint64_t);
 	values = malloc(bytes);
@@ -374,10 +382,10 @@ int main(int argc, char **argv)
 	free(base);
 	free(values);
 	if (!rank)
-		printf("notified puts: %d\nPASS: %d ranks\n",
+		printf("notified puts: %d\nPASS: %d ranks, %d host%s\n",
 		       origins() * (IDX_PER_ORIGIN * PUTS + STREAM_PUTS +
 				    RATE_PUTS + RATE_PUTS / 10),
-		       nprocs);
+		       nprocs, hosts, hosts == 1 ? "" : "s");
 	MPI_Finalize();
 	return 0;
 }

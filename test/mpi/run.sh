@@ -10,15 +10,25 @@
 #
 # nrma's settings (FI_NRMA_*, say FI_NRMA_NOTIFY_COALESCE=16) reach the ranks.
 #
-# Usage: test/mpi/run.sh MPI_PREFIX [BUILDDIR]
+# Usage: test/mpi/run.sh [--hosts 2] MPI_PREFIX [BUILDDIR]
+#   --hosts 2   across two hosts: the ranks split evenly over the two VMs of
+#               contrib/nrma-vm --hosts 2 (mpirun reaches the second through
+#               contrib/nrma-rsh); the program checks that they do
 #   MPI_PREFIX  where that MPI is installed (MPI_PREFIX/bin/mpirun)
 #   BUILDDIR    nrma's build directory, configured --with-notify-mpi=MPI_PREFIX
 #               and built (default: the current directory)
-# Without an active verbs device it runs itself inside contrib/nrma-vm.
+# Without an active verbs device, or with --hosts 2, it runs itself inside
+# contrib/nrma-vm.
 # Exit status 0 iff every run passed.
 set -u
 
-usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 2; }
+hosts=1
+if [[ ${1-} == --hosts ]]; then
+	[[ ${2-} == [12] ]] || usage
+	hosts=$2
+	shift 2
+fi
 (($# >= 1)) || usage
 [[ $1 == -h || $1 == --help ]] && usage
 prefix=$(readlink -f "$1")
@@ -32,6 +42,16 @@ prog=$builddir/test/mpi/nrma_mpi_notify
 }
 export FI_PROVIDER_PATH=$builddir/.libs
 
+# Two VMs share a directory for contrib/nrma-rsh.
+if ((hosts == 2)) && [[ ${NRMA_MPI_INSIDE:-0} != 1 ]]; then
+	echo "Two hosts: running in contrib/nrma-vm --hosts 2."
+	share=$(mktemp -d "${TMPDIR:-/tmp}/nrma-mpi.XXXXXX") || exit 1
+	trap 'rm -rf "$share"' EXIT
+	"$srcdir/contrib/nrma-vm" --hosts 2 --rw "$share" --timeout 3000 \
+		--mem 8192 -e NRMA_MPI_INSIDE=1 -e NRMA_MPI_SHARE="$share" -- \
+		bash "$0" --hosts 2 "$@"
+	exit
+fi
 if [[ ${NRMA_MPI_INSIDE:-0} != 1 ]] &&
 	! { ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE &&
 		fi_info -p nrma >/dev/null 2>&1; }; then
@@ -40,17 +60,34 @@ if [[ ${NRMA_MPI_INSIDE:-0} != 1 ]] &&
 		-e NRMA_MPI_INSIDE=1 -- bash "$0" "$@"
 fi
 
+# The second host serves mpirun's remote shell until the first is done.
+if ((hosts == 2 && NRMA_VM_HOST == 1)); then
+	mkdir -p "$NRMA_MPI_SHARE/rsh"
+	exec "$srcdir/contrib/nrma-rsh" --serve "$NRMA_MPI_SHARE/rsh"
+fi
+where=()
+if ((hosts == 2)); then
+	mkdir -p "$NRMA_MPI_SHARE/rsh"
+	export NRMA_RSH_DIR=$NRMA_MPI_SHARE/rsh
+	trap ': >"$NRMA_RSH_DIR/stop"' EXIT
+	where=(--prefix "$prefix" --mca plm_rsh_agent "$srcdir/contrib/nrma-rsh"
+		--mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0)
+fi
+
 # run NP PATH: one run, its output indented, its verdict and rate.
 run() {
 	local np=$1 path=$2 out rc binds counted want rates ok
-	local mca=(--mca pml ob1 --mca btl self,tcp,ofi
+	local on=() mca=(--mca pml ob1 --mca btl self,tcp,ofi
 		--mca btl_ofi_provider_include nrma --mca osc rdma)
 	[[ $path == counters ]] && mca+=(--mca btl_ofi_disable_hmem 1)
+	((hosts == 1)) ||
+		on=(--host "$NRMA_TEST_ADDR:$((np / 2)),$NRMA_TEST_PEER_ADDR:$((np / 2))")
 	for v in $(compgen -e FI_NRMA_); do mca+=(-x "$v"); done
 	out=$(set -o pipefail; FI_LOG_LEVEL=debug FI_LOG_PROV=nrma FI_LOG_SUBSYS=mr \
 		timeout 900 "$prefix/bin/mpirun" --allow-run-as-root \
 		--oversubscribe -np "$np" -x FI_PROVIDER_PATH -x FI_LOG_LEVEL \
-		-x FI_LOG_PROV -x FI_LOG_SUBSYS "${mca[@]}" "$prog" 2>&1 |
+		-x FI_LOG_PROV -x FI_LOG_SUBSYS "${on[@]}" "${where[@]}" \
+		"${mca[@]}" "$prog" "$hosts" 2>&1 |
 		tr -d '\0')
 	rc=$?
 	binds=$(grep -c 'counts remote' <<<"$out")
@@ -69,10 +106,10 @@ run() {
 		ok=$((binds == 0))
 	fi
 	if ((rc == 0 && ok)) && grep -q '^PASS' <<<"$out"; then
-		echo "PASS: $np ranks, $path path ($binds counter bindings, $counted puts counted by nrma): notified puts/s: $rates"
+		echo "PASS: $np ranks on $hosts host(s), $path path ($binds counter bindings, $counted puts counted by nrma): notified puts/s: $rates"
 		return 0
 	fi
-	echo "FAIL: $np ranks, $path path (exit $rc, $binds counter bindings, $counted puts counted by nrma)"
+	echo "FAIL: $np ranks on $hosts host(s), $path path (exit $rc, $binds counter bindings, $counted puts counted by nrma)"
 	return 1
 }
 
