@@ -21,6 +21,11 @@
 #include <unistd.h>
 
 #include <rdma/fi_errno.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
 
 #include "nrma_bench.h"
 #include "nrma_bench_out.h"
@@ -79,7 +84,8 @@ struct bench_opts {
 	unsigned timeout_s;
 	const char *only, *csv, *plot;
 	size_t peers;
-	size_t rounds; /* every variant this often; figures are medians */
+	size_t rounds;	   /* every variant this often; figures are medians */
+	bool instructions; /* -I: one stream step, counted by callgrind */
 };
 
 /* One process of a pair: its transport and what it sent and received. */
@@ -90,6 +96,7 @@ struct bench_side {
 	bool initiator;
 	uint64_t sent, recvd;
 	size_t outstanding;
+	bool counting; /* -I: callgrind counts its stream loop */
 };
 
 static int side_reap(struct bench_side *s)
@@ -185,11 +192,15 @@ static double pattern_stream(struct bench_side *s, const struct bench_step *st)
 
 	if (!s->initiator)
 		return stream_target(s, st);
+	if (s->counting)
+		CALLGRIND_TOGGLE_COLLECT;
 	while ((s->sent < last || s->outstanding) && !rc) {
 		while (s->sent < last && s->outstanding < st->window && !rc)
 			rc = side_post(s, st->size);
 		rc = rc ?: side_reap(s);
 	}
+	if (s->counting)
+		CALLGRIND_TOGGLE_COLLECT;
 	secs = try_now() - start;
 	return rc || write(s->sock, "d", 1) != 1 ? -1 : secs;
 }
@@ -244,6 +255,7 @@ static void side_run(struct bench_side *s, const struct bench_variant *v,
 	alarm(o->timeout_s);
 	if (side_open(s, v, o))
 		exit(1);
+	s->counting = o->instructions;
 	for (size_t i = 0; i < nsteps; i++) {
 		alarm(o->timeout_s);
 		s->ops->prepare(s->x, steps[i].size);
@@ -352,6 +364,11 @@ static size_t make_plan(const struct bench_opts *o, struct bench_step *st)
 {
 	size_t n = 0;
 
+	if (o->instructions) {
+		st[n++] = (struct bench_step){ BENCH_STREAM, 8, o->window,
+					       o->ops };
+		return n;
+	}
 	for (size_t i = 0; i < sizeof(bench_sizes) / sizeof(bench_sizes[0]);
 	     i++) {
 		size_t size = bench_sizes[i];
@@ -388,7 +405,7 @@ static bool variant_chosen(const struct bench_opts *o, const char *name)
 static void usage(const char *prog, bool asked)
 {
 	fprintf(asked ? stdout : stderr,
-		"usage: %s [-q] [-n ops] [-l iters] [-s max_size] [-w window]\n"
+		"usage: %s [-q] [-I] [-n ops] [-l iters] [-s max_size] [-w window]\n"
 		"       [-b bytes] [-t secs] [-a addr] [-V variant,...]\n"
 		"       [-r rounds] [-P peers] [--csv file] [--plot prefix] [-h]\n",
 		prog);
@@ -406,16 +423,19 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "qhn:l:s:w:b:t:a:V:r:P:",
+	while ((opt = getopt_long(argc, argv, "qhIn:l:s:w:b:t:a:V:r:P:",
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'q': /* a smoke run: it must finish, not measure well */
-			*o = (struct bench_opts){ 200,	    50,
-						  65536,    16,
-						  1u << 20, o->timeout_s,
-						  o->only,  o->csv,
-						  o->plot,  4,
-						  o->rounds };
+			*o = (struct bench_opts){ 200,	     50,
+						  65536,     16,
+						  1u << 20,  o->timeout_s,
+						  o->only,   o->csv,
+						  o->plot,   4,
+						  o->rounds, o->instructions };
+			break;
+		case 'I':
+			o->instructions = true;
 			break;
 		case 'n':
 			o->ops = strtoul(optarg, NULL, 0);
@@ -534,6 +554,8 @@ int main(int argc, char **argv)
 	size_t nsteps;
 
 	parse(argc, argv, &o);
+	if (o.instructions)
+		o.peers = 0; /* that table is timed, not counted */
 	nsteps = make_plan(&o, steps);
 	rounds = calloc(o.rounds, sizeof(*rounds));
 	if (!rounds)
