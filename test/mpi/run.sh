@@ -13,7 +13,8 @@
 # Usage: test/mpi/run.sh [--hosts 2] MPI_PREFIX [BUILDDIR]
 #   --hosts 2   across two hosts: the ranks split evenly over the two VMs of
 #               contrib/nrma-vm --hosts 2 (mpirun reaches the second through
-#               contrib/nrma-rsh); the program checks that they do
+#               contrib/nrma-rsh); the program checks that they do.  The
+#               counters path only: the fallback takes too long there
 #   MPI_PREFIX  where that MPI is installed (MPI_PREFIX/bin/mpirun)
 #   BUILDDIR    nrma's build directory, configured --with-notify-mpi=MPI_PREFIX
 #               and built (default: the current directory)
@@ -77,15 +78,17 @@ fi
 # run NP PATH: one run, its output indented, its verdict and rate.
 run() {
 	local np=$1 path=$2 out rc binds counted want rates ok
-	local on=() mca=(--mca pml ob1 --mca btl self,tcp,ofi
+	local on=(--oversubscribe) mca=(--mca pml ob1 --mca btl self,tcp,ofi
 		--mca btl_ofi_provider_include nrma --mca osc rdma)
 	[[ $path == counters ]] && mca+=(--mca btl_ofi_disable_hmem 1)
+	# Half the ranks on each host.  Not --oversubscribe: this mpirun
+	# (PRRTE) then maps them all to the first host.
 	((hosts == 1)) ||
 		on=(--host "$NRMA_TEST_ADDR:$((np / 2)),$NRMA_TEST_PEER_ADDR:$((np / 2))")
 	for v in $(compgen -e FI_NRMA_); do mca+=(-x "$v"); done
 	out=$(set -o pipefail; FI_LOG_LEVEL=debug FI_LOG_PROV=nrma FI_LOG_SUBSYS=mr \
 		timeout 900 "$prefix/bin/mpirun" --allow-run-as-root \
-		--oversubscribe -np "$np" -x FI_PROVIDER_PATH -x FI_LOG_LEVEL \
+		-np "$np" -x FI_PROVIDER_PATH -x FI_LOG_LEVEL \
 		-x FI_LOG_PROV -x FI_LOG_SUBSYS "${on[@]}" "${where[@]}" \
 		"${mca[@]}" "$prog" "$hosts" 2>&1 |
 		tr -d '\0')
@@ -113,9 +116,14 @@ run() {
 	return 1
 }
 
+# Across hosts only the counters path: the fallback waits a round trip
+# per notified put, some 50 ms over the VMs' emulated link, and its
+# 29,000 puts would take over 20 minutes a run.
+paths=(counters fallback)
+((hosts == 1)) || paths=(counters)
 failed=0
 for np in 2 4; do
-	for path in counters fallback; do
+	for path in "${paths[@]}"; do
 		run "$np" "$path" || failed=$((failed + 1))
 	done
 done
