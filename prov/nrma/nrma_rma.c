@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_rma: RDMA reads and writes, each followed on the same queue pair by
- * the notification atomics its target asked for.  Small ones go through
- * a bounce buffer; larger ones use the application's registration, or
- * one the operation makes.
+ * the notification atomics its target asked for.  The smallest writes go
+ * inline (the device copies them as they are posted), other small ones
+ * through a bounce buffer; larger ones use the application's
+ * registration, or one the operation makes.
  */
 #include <string.h>
 
@@ -30,6 +31,13 @@ struct nrma_rma_args {
 	const struct fi_nrma_notify *notify; /* a set's counter to bump */
 };
 
+/* Whether a write's payload goes inline: no bounce copy, no key. */
+static bool rma_inline(const struct nrma_op *op, const struct nrma_rma_args *a)
+{
+	return !(a->flags & FI_READ) && op->len && op->conn->qp &&
+	       op->len <= nrma_verbs_qp_max_inline(op->conn->qp);
+}
+
 /* Where the data comes from or lands: a bounce buffer, or the iovs. */
 static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 		     const struct nrma_rma_args *a, struct nrma_sge *sge)
@@ -38,6 +46,15 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
 	size_t n = 0;
 
+	if (rma_inline(op, a)) {
+		for (size_t i = 0; i < a->count; i++)
+			if (a->iov[i].iov_len)
+				sge[n++] = (struct nrma_sge){
+					.addr = (uintptr_t) a->iov[i].iov_base,
+					.len = a->iov[i].iov_len,
+				};
+		return n;
+	}
 	if (op->len <= x->eager_size) {
 		op->buf = nrma_bufpool_get(&x->tx_bufs);
 		if (op->buf < 0)
@@ -147,6 +164,7 @@ static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 		.rkey = remote->rkey,
 		.imm = (uint32_t) a->data,
 		.fence = a->flags & FI_FENCE,
+		.inline_data = rma_inline(op, a),
 	};
 	n += nrma_notify_wrs(op->conn, remote->cell_rkey, read, read, scratch,
 			     wr + n);

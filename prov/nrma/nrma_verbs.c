@@ -501,7 +501,14 @@ int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
 /* rdmacm owns the QP: it moves it through its states as the id connects. */
 struct nrma_verbs_qp {
 	struct rdma_cm_id *id;
+	size_t max_inline;
 };
+
+/*
+ * Inline data saves a small write its bounce copy and key; asked for up to
+ * this many bytes, and not at all where the device offers none.
+ */
+#define NRMA_VERBS_INLINE_WANT 64
 
 int nrma_verbs_qp_create(struct nrma_verbs_ep *ve, struct nrma_verbs_domain *vd,
 			 struct rdma_cm_id *id, size_t sq_depth, size_t max_sge,
@@ -516,19 +523,25 @@ int nrma_verbs_qp_create(struct nrma_verbs_ep *ve, struct nrma_verbs_domain *vd,
 		.cap = {
 			.max_send_wr = sq_depth,
 			.max_send_sge = max_sge,
+			.max_inline_data = NRMA_VERBS_INLINE_WANT,
 		},
 	};
 	struct nrma_verbs_qp *qp = malloc(sizeof(*qp));
+	int ret = 0;
 
 	if (!qp)
 		return -FI_ENOMEM;
 	if (rdma_create_qp(id, vd->pd, &attr)) {
-		int ret = -errno;
-
+		attr.cap.max_inline_data = 0;
+		ret = rdma_create_qp(id, vd->pd, &attr) ? -errno : 0;
+	}
+	if (ret) {
 		free(qp);
 		return ret;
 	}
 	qp->id = id;
+	/* What the device granted, which may be more than asked. */
+	qp->max_inline = attr.cap.max_inline_data;
 	*qpp = qp;
 	return 0;
 }
@@ -542,6 +555,11 @@ void nrma_verbs_qp_destroy(struct nrma_verbs_qp *qp)
 uint32_t nrma_verbs_qp_num(const struct nrma_verbs_qp *qp)
 {
 	return qp->id->qp->qp_num;
+}
+
+size_t nrma_verbs_qp_max_inline(const struct nrma_verbs_qp *qp)
+{
+	return qp->max_inline;
 }
 
 static void fill_sges(struct ibv_sge *ibv_sge, const struct nrma_sge *sge,
@@ -578,7 +596,8 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 		.num_sge = wr->sge_count,
 		.opcode = wr_opcode[wr->op],
 		.send_flags = (wr->fence ? IBV_SEND_FENCE : 0) |
-			      (wr->signaled ? IBV_SEND_SIGNALED : 0),
+			      (wr->signaled ? IBV_SEND_SIGNALED : 0) |
+			      (wr->inline_data ? IBV_SEND_INLINE : 0),
 	};
 	if (wr->op == NRMA_WR_FETCH_ADD || wr->op == NRMA_WR_CMP_SWAP) {
 		ibv_wr->wr.atomic.remote_addr = wr->raddr;

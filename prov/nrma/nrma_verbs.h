@@ -102,6 +102,8 @@ void nrma_verbs_qp_destroy(struct nrma_verbs_qp *qp);
 /* Moves the queue pair to the error state: what it holds is flushed. */
 int nrma_verbs_qp_flush(struct nrma_verbs_qp *qp);
 uint32_t nrma_verbs_qp_num(const struct nrma_verbs_qp *qp);
+/* Bytes a work request may carry inline (NRMA_WR inline_data); 0: none. */
+size_t nrma_verbs_qp_max_inline(const struct nrma_verbs_qp *qp);
 enum nrma_wr_op {
 	NRMA_WR_SEND,
 	NRMA_WR_WRITE,
@@ -126,6 +128,9 @@ struct nrma_wr {
 	bool fence;
 	/* Completes with a work completion; the others only on errors. */
 	bool signaled;
+	/* The device copies the payload as it is posted: the sges need no
+	 * lkey and may be reused at once (up to nrma_verbs_qp_max_inline). */
+	bool inline_data;
 };
 
 /*

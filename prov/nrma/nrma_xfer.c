@@ -4,6 +4,7 @@
  * registrations, operations, and the posting of an application's
  * transmits once the connection to their peer is up.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 	if (index < 0)
 		return NULL;
 	op = nrma_op_at(x, index);
-	memset(op, 0, sizeof(*op));
+	memset(op, 0, offsetof(struct nrma_op, mr));
 	op->kind = kind;
 	op->conn = conn;
 	op->buf = -1;

@@ -79,16 +79,13 @@ struct nrma_op {
 	int64_t sent_ms;	 /* NRMA_OP_SEND: when it was posted */
 	int error;		 /* first failure, positive */
 	int prov_errno;		 /* its verbs completion status */
-	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
 	size_t mr_count;
 	/* NRMA_OP_READ: segments not yet read wait on pending_reads */
 	struct nrma_dlist link;
-	struct nrma_rndv_seg seg[NRMA_IOV_LIMIT];
 	size_t seg_count;
 	size_t seg_done;
 	size_t rx_offset; /* where the next segment lands */
 	size_t left;	  /* bytes still to read */
-	uint32_t lkey[NRMA_IOV_LIMIT];
 	bool queued;	/* a read on pending_reads, a send on its send_queue */
 	fi_addr_t dest; /* NRMA_OP_SEND: where it goes */
 	struct nrma_rx_entry *rx;
@@ -100,10 +97,18 @@ struct nrma_op {
 	void *rx_buf;
 	size_t truncated;
 	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
-	struct iovec iov[NRMA_IOV_LIMIT];
-	size_t iov_count;
+	size_t iov_count; /* of iov[] */
 	enum nrma_op_batch batch;
 	struct nrma_dlist notified; /* NRMA_OP_NOTIFY: the writes it counts */
+	/*
+	 * The arrays come last: nrma_op_alloc clears only what is above
+	 * them, as each is read only below its count (mr_count, seg_count,
+	 * iov_count) and lkey[] is written whole before it is read.
+	 */
+	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
+	struct nrma_rndv_seg seg[NRMA_IOV_LIMIT];
+	uint32_t lkey[NRMA_IOV_LIMIT];
+	struct iovec iov[NRMA_IOV_LIMIT];
 };
 
 /* Whose message a receive buffer holds, for its credit. */
