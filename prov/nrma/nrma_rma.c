@@ -40,13 +40,14 @@ static bool rma_inline(const struct nrma_op *op, const struct nrma_rma_args *a)
 
 /* Where the data comes from or lands: a bounce buffer, or the iovs. */
 static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
-		     const struct nrma_rma_args *a, struct nrma_sge *sge)
+		     const struct nrma_rma_args *a, bool wr_inline,
+		     struct nrma_sge *sge)
 {
 	struct nrma_xfer *x = ep->xfer;
 	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
 	size_t n = 0;
 
-	if (rma_inline(op, a)) {
+	if (wr_inline) {
 		for (size_t i = 0; i < a->count; i++)
 			if (a->iov[i].iov_len)
 				sge[n++] = (struct nrma_sge){
@@ -164,7 +165,6 @@ static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 		.rkey = remote->rkey,
 		.imm = (uint32_t) a->data,
 		.fence = a->flags & FI_FENCE,
-		.inline_data = rma_inline(op, a),
 	};
 	n += nrma_notify_wrs(op->conn, remote->cell_rkey, read, read, scratch,
 			     wr + n);
@@ -214,6 +214,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	/* Immediate data takes a receive buffer at the peer: a credit. */
 	bool imm = (a->flags & (FI_READ | FI_REMOTE_CQ_DATA)) ==
 		   FI_REMOTE_CQ_DATA;
+	bool wr_inline = false; /* the data write's payload goes inline */
 	int batched, n;
 
 	n = nrma_rkey_target(ep, conn, a->key, a->addr, len,
@@ -237,12 +238,14 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->context = a->context;
 		op->len = len;
 		op->flags = flags;
-		n = rma_local(ep, op, a, sge);
+		wr_inline = rma_inline(op, a);
+		n = rma_local(ep, op, a, wr_inline, sge);
 	}
 	if (n >= 0) {
 		size_t count =
 			rma_wrs(op, a, &remote, &set, sge, n, &scratch, wr);
 
+		wr[0].inline_data = wr_inline;
 		/* A batched write goes alone: the batch's atomics follow. */
 		n = nrma_op_post(x, op, wr, batched ? 1 : count);
 	}

@@ -62,13 +62,12 @@ if [[ ${NRMA_MPI_INSIDE:-0} != 1 ]] &&
 fi
 
 # The second host serves mpirun's remote shell until the first is done.
+((hosts == 1)) || mkdir -p "$NRMA_MPI_SHARE/rsh"
 if ((hosts == 2 && NRMA_VM_HOST == 1)); then
-	mkdir -p "$NRMA_MPI_SHARE/rsh"
 	exec "$srcdir/contrib/nrma-rsh" --serve "$NRMA_MPI_SHARE/rsh"
 fi
 where=()
 if ((hosts == 2)); then
-	mkdir -p "$NRMA_MPI_SHARE/rsh"
 	export NRMA_RSH_DIR=$NRMA_MPI_SHARE/rsh
 	trap ': >"$NRMA_RSH_DIR/stop"' EXIT
 	where=(--prefix "$prefix" --mca plm_rsh_agent "$srcdir/contrib/nrma-rsh"
