@@ -27,28 +27,6 @@ void nrma_ring_fini(struct nrma_ring *ring)
 	ring->capacity = ring->count = 0;
 }
 
-void *nrma_ring_at(const struct nrma_ring *ring, size_t i)
-{
-	return ring->elems +
-	       ((ring->head + i) % ring->capacity) * ring->elem_size;
-}
-
-void *nrma_ring_push(struct nrma_ring *ring)
-{
-	if (nrma_ring_full(ring))
-		return NULL;
-	ring->count++;
-	return nrma_ring_at(ring, ring->count - 1);
-}
-
-void nrma_ring_consume(struct nrma_ring *ring, size_t n)
-{
-	if (n > ring->count)
-		n = ring->count;
-	ring->head = (ring->head + n) % ring->capacity;
-	ring->count -= n;
-}
-
 int nrma_ring_grow(struct nrma_ring *ring)
 {
 	struct nrma_ring bigger;

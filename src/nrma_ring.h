@@ -31,13 +31,38 @@ static inline bool nrma_ring_full(const struct nrma_ring *ring)
 	return ring->count == ring->capacity;
 }
 
-/* Slot for a new element at the tail; NULL when full. */
-void *nrma_ring_push(struct nrma_ring *ring);
+/* Where slot head + i lies: i < capacity, so one wrap at most. */
+static inline size_t nrma_ring_index(const struct nrma_ring *ring, size_t i)
+{
+	size_t at = ring->head + i;
+
+	return at >= ring->capacity ? at - ring->capacity : at;
+}
+
 /* The i-th oldest element, i < count. */
-void *nrma_ring_at(const struct nrma_ring *ring, size_t i);
+static inline void *nrma_ring_at(const struct nrma_ring *ring, size_t i)
+{
+	return ring->elems + nrma_ring_index(ring, i) * ring->elem_size;
+}
+
+/* Slot for a new element at the tail; NULL when full. */
+static inline void *nrma_ring_push(struct nrma_ring *ring)
+{
+	if (nrma_ring_full(ring))
+		return NULL;
+	return nrma_ring_at(ring, ring->count++);
+}
+
+/* Drops the n oldest elements. */
+static inline void nrma_ring_consume(struct nrma_ring *ring, size_t n)
+{
+	if (n > ring->count)
+		n = ring->count;
+	ring->head = nrma_ring_index(ring, n);
+	ring->count -= n;
+}
+
 /* Doubles the capacity, keeping the elements in order. */
 int nrma_ring_grow(struct nrma_ring *ring);
-/* Drops the n oldest elements. */
-void nrma_ring_consume(struct nrma_ring *ring, size_t n);
 
 #endif /* NRMA_RING_H */

@@ -17,6 +17,7 @@ int nrma_token_table_init(struct nrma_token_table *table, size_t count,
 		return -ENOMEM;
 	}
 	table->random_left = 0;
+	table->taken = 0;
 	return 0;
 }
 
@@ -44,6 +45,18 @@ int64_t nrma_token_get(struct nrma_token_table *table)
 		return index;
 	do
 		table->gen[index] = token_random(table);
+	while (!table->gen[index]);
+	return index;
+}
+
+int64_t nrma_token_get_local(struct nrma_token_table *table)
+{
+	int64_t index = nrma_bufpool_get(&table->slots);
+
+	if (index < 0)
+		return index;
+	do
+		table->gen[index] = ++table->taken;
 	while (!table->gen[index]);
 	return index;
 }

@@ -4,7 +4,8 @@
  * peer may echo back (an ACK names the send it completes).  A token is
  * the slot's index and the generation it got when it was taken, so a
  * token of a slot freed and taken again finds nothing.  Generations are
- * random and never 0: a peer that sees some tokens cannot tell others.
+ * random and never 0: a peer that sees some tokens cannot tell others
+ * (slots whose token stays here count instead).
  * They come from a buffer that one arc4random_buf call fills: glibc's
  * arc4random makes a getrandom system call each time, which would cost
  * every operation a system call.
@@ -24,6 +25,7 @@ struct nrma_token_table {
 	uint32_t *gen; /* by slot; 0: free */
 	uint32_t random[NRMA_TOKEN_RANDOM_BATCH];
 	unsigned int random_left; /* unused words at the front of random */
+	uint32_t taken;		  /* slots nrma_token_get_local took */
 };
 
 int nrma_token_table_init(struct nrma_token_table *table, size_t count,
@@ -31,6 +33,11 @@ int nrma_token_table_init(struct nrma_token_table *table, size_t count,
 void nrma_token_table_fini(struct nrma_token_table *table);
 /* A free slot's index, or -1 when all are in use. */
 int64_t nrma_token_get(struct nrma_token_table *table);
+/*
+ * The same for a slot whose token no peer ever sees: its generation only
+ * tells this use from the slot's last, and costs no random word.
+ */
+int64_t nrma_token_get_local(struct nrma_token_table *table);
 void nrma_token_put(struct nrma_token_table *table, uint32_t index);
 uint64_t nrma_token_of(const struct nrma_token_table *table, uint32_t index);
 /* The index of the slot in use that token names, or -1. */
@@ -52,6 +59,12 @@ static inline uint32_t nrma_token_index(const struct nrma_token_table *table,
 static inline size_t nrma_token_count(const struct nrma_token_table *table)
 {
 	return table->slots.count;
+}
+
+/* Whether any token is out. */
+static inline bool nrma_token_any(const struct nrma_token_table *table)
+{
+	return table->slots.nfree < table->slots.count;
 }
 
 #endif /* NRMA_TOKEN_H */

@@ -63,6 +63,13 @@ static const struct bench_variant bench_variants[] = {
 	  ALL_PATTERNS },
 	{ "rxm-send", RXM, BENCH_OP_SEND, RXM_ENV, NULL, LAT_ONLY },
 	{ "rxm-tsend", RXM, BENCH_OP_TSEND, RXM_ENV, NULL, LAT_ONLY },
+	/* Counted calls (-I): after a stream, once it has all landed. */
+	{ "cq-empty", NRMA, BENCH_OP_WRITE, NULL, NULL, ALL_PATTERNS,
+	  BENCH_COUNT_EMPTY_POLL },
+	{ "cntr-read", NRMA, BENCH_OP_WRITE_CNTR, NULL, NULL, ALL_PATTERNS,
+	  BENCH_COUNT_CNTR_READ },
+	{ "rxm-cq-empty", RXM, BENCH_OP_WRITE, RXM_ENV, NULL, ALL_PATTERNS,
+	  BENCH_COUNT_EMPTY_POLL },
 };
 
 #define N_VARIANTS (sizeof(bench_variants) / sizeof(bench_variants[0]))
@@ -96,7 +103,8 @@ struct bench_side {
 	bool initiator;
 	uint64_t sent, recvd;
 	size_t outstanding;
-	bool counting; /* -I: callgrind counts its stream loop */
+	bool counting; /* -I: callgrind counts what count says */
+	enum bench_count count;
 };
 
 static int side_reap(struct bench_side *s)
@@ -163,6 +171,26 @@ static double pattern_lat(struct bench_side *s, const struct bench_step *st)
 }
 
 /*
+ * -I's counted calls, iters of them, each of which must find what the
+ * stream left: no completion, or every notification.
+ */
+static int side_count_calls(struct bench_side *s, enum bench_count count,
+			    const struct bench_step *st)
+{
+	int rc = 0;
+
+	if (!s->counting || s->count != count)
+		return 0;
+	CALLGRIND_TOGGLE_COLLECT;
+	for (size_t i = 0; i < st->iters && !rc; i++)
+		rc = count == BENCH_COUNT_EMPTY_POLL ?
+			     s->ops->tx_done(s->x) :
+			     s->ops->arrived(s->x, st->size, s->recvd) != 1;
+	CALLGRIND_TOGGLE_COLLECT;
+	return rc;
+}
+
+/*
  * The target of a stream sleeps until the initiator is done, where
  * nothing needs its CPU, then checks; else it polls all along.
  */
@@ -175,12 +203,11 @@ static double stream_target(struct bench_side *s, const struct bench_step *st)
 		if (read(s->sock, &done, 1) != 1 ||
 		    s->ops->arrived(s->x, st->size, s->recvd) != 1)
 			return -1;
-		return 0;
+	} else if (side_wait(s, st->size, s->recvd) ||
+		   read(s->sock, &done, 1) != 1) {
+		return -1;
 	}
-	return side_wait(s, st->size, s->recvd) ||
-			       read(s->sock, &done, 1) != 1 ?
-		       -1 :
-		       0;
+	return side_count_calls(s, BENCH_COUNT_CNTR_READ, st) ? -1 : 0;
 }
 
 /* The initiator keeps window operations in flight. */
@@ -192,16 +219,17 @@ static double pattern_stream(struct bench_side *s, const struct bench_step *st)
 
 	if (!s->initiator)
 		return stream_target(s, st);
-	if (s->counting)
+	if (s->counting && s->count == BENCH_COUNT_POSTS)
 		CALLGRIND_TOGGLE_COLLECT;
 	while ((s->sent < last || s->outstanding) && !rc) {
 		while (s->sent < last && s->outstanding < st->window && !rc)
 			rc = side_post(s, st->size);
 		rc = rc ?: side_reap(s);
 	}
-	if (s->counting)
+	if (s->counting && s->count == BENCH_COUNT_POSTS)
 		CALLGRIND_TOGGLE_COLLECT;
 	secs = try_now() - start;
+	rc = rc ?: side_count_calls(s, BENCH_COUNT_EMPTY_POLL, st);
 	return rc || write(s->sock, "d", 1) != 1 ? -1 : secs;
 }
 
@@ -256,6 +284,7 @@ static void side_run(struct bench_side *s, const struct bench_variant *v,
 	if (side_open(s, v, o))
 		exit(1);
 	s->counting = o->instructions;
+	s->count = v->count;
 	for (size_t i = 0; i < nsteps; i++) {
 		alarm(o->timeout_s);
 		s->ops->prepare(s->x, steps[i].size);
@@ -529,7 +558,8 @@ static void run_rounds(const struct bench_opts *o, const struct bench_step *st,
 		for (size_t v = 0; v < N_VARIANTS; v++) {
 			int rc;
 
-			if (!variant_chosen(o, bench_variants[v].name)) {
+			if (!variant_chosen(o, bench_variants[v].name) ||
+			    (bench_variants[v].count && !o->instructions)) {
 				status[v] = -1;
 				continue;
 			}

@@ -29,13 +29,21 @@ enum bench_op {
 	BENCH_OP_TSEND,	     /* fi_tsend to a posted tagged receive */
 };
 
+/* What nrma_bench -I has callgrind count: a stream's posts, or a call. */
+enum bench_count {
+	BENCH_COUNT_POSTS,	/* the initiator's loop of posts and polls */
+	BENCH_COUNT_EMPTY_POLL, /* a completion poll that finds nothing */
+	BENCH_COUNT_CNTR_READ, /* the target reads its remotely bumped counter */
+};
+
 struct bench_variant {
 	const char *name;
 	const char *prov; /* libfabric provider, NULL for bare verbs */
 	enum bench_op op;
-	const char *env;   /* NAME=value set in its processes, or NULL */
-	const char *vs;	   /* the variant it is compared with, or NULL */
-	unsigned patterns; /* 1 << enum bench_pattern it runs */
+	const char *env;	/* NAME=value set in its processes, or NULL */
+	const char *vs;		/* the variant it is compared with, or NULL */
+	unsigned patterns;	/* 1 << enum bench_pattern it runs */
+	enum bench_count count; /* other than POSTS: a variant of -I alone */
 };
 
 /* One measurement both processes agree on. */

@@ -498,6 +498,16 @@ static int conn_redo(struct nrma_cm *cm, struct nrma_conn *conn,
 	return ret ? ret : -FI_EAGAIN;
 }
 
+struct nrma_conn *nrma_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr)
+{
+	struct nrma_conn *conn = nrma_conn_table_by_addr(&cm->table, fi_addr);
+
+	if (cm->disabled || !conn || conn->state != NRMA_CONN_CONNECTED ||
+	    conn->fi_addr != fi_addr)
+		return NULL;
+	return conn;
+}
+
 int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 		  const struct sockaddr_in *peer, struct nrma_conn **connp)
 {

@@ -26,12 +26,16 @@
 
 struct nrma_cm;
 struct nrma_notify_cell;
+struct nrma_rkey;
 struct nrma_verbs_domain;
 struct nrma_verbs_ep;
 struct nrma_verbs_qp;
 struct rdma_cm_event;
 struct rdma_cm_id;
 struct rdma_event_channel;
+
+/* Per connection, the remote keys found without a lookup (nrma_rkey.c). */
+#define NRMA_RKEY_HOT 4
 
 /* rdmacm's address and route resolution, each. */
 #define NRMA_CM_TIMEOUT_MS 2000
@@ -125,6 +129,8 @@ struct nrma_conn {
 	uint32_t keytab_rkey;
 	uint32_t keytab_slots;
 	struct nrma_hash rkeys; /* slot index + 1 -> struct nrma_rkey */
+	/* The entries used last, by slot index: no lookup for a key or two. */
+	struct nrma_rkey *rkey_hot[NRMA_RKEY_HOT];
 	struct nrma_notify_batch batch;
 };
 
@@ -289,6 +295,12 @@ void nrma_cm_reap(struct nrma_cm *cm);
  * A connection to another peer that fi_addr led to (the AV removed it and
  * gave its index to peer) is forgotten there first.
  */
+/*
+ * The connection fi_addr leads to, if it is up; the caller knows that
+ * fi_addr still names its peer (conn->av_removals).  No name compared:
+ * the data path's lookup.
+ */
+struct nrma_conn *nrma_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr);
 int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 		  const struct sockaddr_in *peer, struct nrma_conn **conn);
 /* Records the fi_addr_t of a peer that connected to us, if still free. */

@@ -25,7 +25,7 @@ static void comp_cq_push(struct nrma_cq *cq, const struct nrma_cq_entry *entry)
 		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
 		free(entry->err);
 	}
-	nrma_wait_signal(&cq->wait);
+	nrma_wait_raise(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 }
 

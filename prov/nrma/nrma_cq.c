@@ -49,7 +49,7 @@ static void cq_copy_entry(const struct nrma_cq *cq, void *dst,
 static void cq_drain(struct nrma_cq *cq)
 {
 	if (!cq->unwoken)
-		nrma_wait_drain(&cq->wait);
+		nrma_wait_lower(&cq->wait);
 }
 
 static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
@@ -222,7 +222,7 @@ static void cq_sread_leave(struct nrma_cq *cq, const struct cq_sread *rd)
 		cq->unwoken--;
 	/* cq_sread_step drained the fd below the threshold: undo that. */
 	if (!nrma_ring_empty(&cq->comps))
-		nrma_wait_signal(&cq->wait);
+		nrma_wait_raise(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 }
 
@@ -322,7 +322,7 @@ static int nrma_cq_signal(struct fid_cq *cq_fid)
 	cq->signal_gen++;
 	cq->unwoken = cq->sreaders;
 	cq->signal_unclaimed = !cq->sreaders;
-	nrma_wait_signal(&cq->wait);
+	nrma_wait_raise(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }

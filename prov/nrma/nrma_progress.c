@@ -286,16 +286,24 @@ static int progress_budget(struct nrma_ep *ep)
 	return room < NRMA_POLL_BATCH ? (int) room : NRMA_POLL_BATCH;
 }
 
-/* What completions may have let go: work that waited for them. */
+/*
+ * What completions may have let go: work that waited for them; and sends
+ * in flight long without their ACK.  Nothing, on an idle endpoint.
+ */
 static void progress_retry(struct nrma_ep *ep)
 {
-	nrma_stalled_retry(ep);
-	nrma_reads_retry(ep);
-	nrma_acks_retry(ep);
-	nrma_batch_retry(ep);
-	nrma_send_connecting(ep);
-	nrma_credit_progress(ep);
-	nrma_send_check_peers(ep);
+	struct nrma_xfer *x = ep->xfer;
+
+	if (nrma_xfer_waiting(x)) {
+		nrma_stalled_retry(ep);
+		nrma_reads_retry(ep);
+		nrma_acks_retry(ep);
+		nrma_batch_retry(ep);
+		nrma_send_connecting(ep);
+		nrma_credit_progress(ep);
+	}
+	if (x->sends)
+		nrma_send_check_peers(ep);
 }
 
 /*
@@ -308,7 +316,7 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 	struct nrma_xfer *x = ep->xfer;
 	int64_t now;
 
-	if (!nrma_params.stall_ms)
+	if (!nrma_params.stall_ms || !nrma_token_any(&x->ops))
 		return;
 	now = nrma_now_ms();
 	if (now - x->stalls_checked_ms < NRMA_STALL_CHECK_MS)

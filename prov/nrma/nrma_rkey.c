@@ -21,6 +21,7 @@
  * the operation in -FI_EACCES, and the connection stays up.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "nrma_notify.h"
 #include "nrma_xfer.h"
@@ -40,6 +41,7 @@ enum nrma_rkey_state {
 /* What we know of the key that last used one of the peer's slots. */
 struct nrma_rkey {
 	enum nrma_rkey_state state;
+	uint32_t hash_key; /* its slot's, in conn->rkeys */
 	uint64_t key;
 	uint64_t changes;	   /* the peer's, when we asked for the slot */
 	struct nrma_key_slot slot; /* NRMA_RKEY_KNOWN */
@@ -53,6 +55,7 @@ static uint64_t rkey_peer_changes(struct nrma_conn *conn)
 
 void nrma_rkey_conn_close(struct nrma_conn *conn)
 {
+	memset(conn->rkey_hot, 0, sizeof(conn->rkey_hot));
 	nrma_hash_fini_values(&conn->rkeys, free);
 }
 
@@ -110,15 +113,24 @@ static uint32_t rkey_hash_key(uint64_t key)
 /* What we know of the key using key's slot; NULL when out of memory. */
 static struct nrma_rkey *rkey_entry(struct nrma_conn *conn, uint64_t key)
 {
-	struct nrma_rkey *rk = nrma_hash_find(&conn->rkeys, rkey_hash_key(key));
+	uint32_t hash_key = rkey_hash_key(key);
+	struct nrma_rkey **hot = &conn->rkey_hot[hash_key % NRMA_RKEY_HOT];
+	struct nrma_rkey *rk = *hot;
 
-	if (rk)
+	if (rk && rk->hash_key == hash_key)
 		return rk;
-	rk = calloc(1, sizeof(*rk));
-	if (rk && nrma_hash_insert(&conn->rkeys, rkey_hash_key(key), rk)) {
-		free(rk);
-		return NULL;
+	rk = nrma_hash_find(&conn->rkeys, hash_key);
+	if (!rk) {
+		rk = calloc(1, sizeof(*rk));
+		if (!rk)
+			return NULL;
+		rk->hash_key = hash_key;
+		if (nrma_hash_insert(&conn->rkeys, hash_key, rk)) {
+			free(rk);
+			return NULL;
+		}
 	}
+	*hot = rk;
 	return rk;
 }
 

@@ -36,6 +36,7 @@ static int wait_open_fd(struct nrma_wait *wait)
 int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested)
 {
 	wait->fd = wait->event_fd = -1;
+	wait->raised = false;
 	switch (requested) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_YIELD:
@@ -82,6 +83,22 @@ void nrma_wait_signal(struct nrma_wait *wait)
 	if (wait->event_fd >= 0 &&
 	    write(wait->event_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		NRMA_WARN(FI_LOG_CORE, "eventfd write: %s\n", strerror(errno));
+}
+
+void nrma_wait_raise(struct nrma_wait *wait)
+{
+	if (wait->raised)
+		return;
+	nrma_wait_signal(wait);
+	wait->raised = true;
+}
+
+void nrma_wait_lower(struct nrma_wait *wait)
+{
+	if (!wait->raised)
+		return;
+	nrma_wait_drain(wait);
+	wait->raised = false;
 }
 
 /* Called with the owner's queue empty, so the fd stops being readable. */

@@ -8,6 +8,7 @@
 #ifndef NRMA_WAIT_H
 #define NRMA_WAIT_H
 
+#include <stdbool.h>
 #include <time.h>
 
 #include <rdma/fabric.h>
@@ -16,6 +17,7 @@ struct nrma_wait {
 	enum fi_wait_obj type; /* FI_WAIT_NONE, _FD or _YIELD */
 	int fd;		       /* epoll fd for FI_WAIT_FD, else -1 */
 	int event_fd;
+	bool raised; /* nrma_wait_raise made event_fd readable */
 };
 
 int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested);
@@ -24,6 +26,13 @@ void nrma_wait_del_fd(struct nrma_wait *wait, int fd);
 void nrma_wait_close(struct nrma_wait *wait);
 void nrma_wait_signal(struct nrma_wait *wait);
 void nrma_wait_drain(struct nrma_wait *wait);
+/*
+ * Raise makes the fd readable unless it is already, lower undoes that: a
+ * queue's first entry raises it, the next ones make no system call.  An
+ * owner that uses them (CQs) uses only them, serialized by its lock.
+ */
+void nrma_wait_raise(struct nrma_wait *wait);
+void nrma_wait_lower(struct nrma_wait *wait);
 int nrma_wait_block(struct nrma_wait *wait, int timeout_ms);
 int nrma_wait_control(struct nrma_wait *wait, int command, void *arg);
 int nrma_timeout_left(const struct timespec *start, int timeout_ms);

@@ -27,7 +27,9 @@ uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op)
 struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 			      struct nrma_conn *conn)
 {
-	int64_t index = nrma_token_get(&x->ops);
+	/* Only a send's token goes to the peer (its ACK names it). */
+	int64_t index = kind == NRMA_OP_SEND ? nrma_token_get(&x->ops) :
+					       nrma_token_get_local(&x->ops);
 	struct nrma_op *op;
 
 	if (index < 0)
@@ -270,12 +272,18 @@ fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn)
 
 /*
  * The connection to dest, once it is up; a connected endpoint's one, and
- * dest means nothing.  Called with ep->lock held.
+ * dest means nothing.  One that dest led to, up, while the AV removed
+ * nothing since (conn->av_removals), goes without a look at the AV.
+ * Called with ep->lock held.
  */
 int nrma_xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
 			 struct nrma_conn **conn)
 {
+	struct nrma_addr_table *table;
+	struct nrma_conn *up;
 	struct sockaddr_in peer;
+	uint64_t removals;
+	int ret;
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
@@ -285,11 +293,21 @@ int nrma_xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
 			       0 :
 			       -FI_ENOTCONN;
 	}
+	table = &ep->av->table;
 	/* A scalable peer's receive contexts share one connection. */
-	dest = nrma_addr_base(&ep->av->table, dest);
-	if (nrma_addr_table_get(&ep->av->table, dest, &peer))
+	dest = nrma_addr_base(table, dest);
+	removals = nrma_addr_table_removals(table);
+	up = nrma_conn_up(ep->cm, dest);
+	if (up && up->av_removals == removals) {
+		*conn = up;
+		return 0;
+	}
+	if (nrma_addr_table_get(table, dest, &peer))
 		return -FI_EINVAL;
-	return nrma_conn_get(ep->cm, dest, &peer, conn);
+	ret = nrma_conn_get(ep->cm, dest, &peer, conn);
+	if (!ret)
+		(*conn)->av_removals = removals;
+	return ret;
 }
 
 /*

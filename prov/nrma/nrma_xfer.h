@@ -239,6 +239,25 @@ struct nrma_xfer {
 	struct nrma_dlist triggered;	  /* held for their counters */
 };
 
+/*
+ * Whether work waits in one of x's queues for queue room, credits, a
+ * connection or a completion: what progress retries.  An idle endpoint
+ * has none, and its progress only polls the device.
+ */
+static inline bool nrma_xfer_waiting(const struct nrma_xfer *x)
+{
+	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
+		if (!nrma_dlist_empty(&x->credit_wanting[c]))
+			return true;
+	return !nrma_dlist_empty(&x->stalled_reads) ||
+	       !nrma_dlist_empty(&x->pending_reads) ||
+	       !nrma_dlist_empty(&x->pending_acks) ||
+	       !nrma_dlist_empty(&x->batch_deferred) ||
+	       !nrma_dlist_empty(&x->connecting) ||
+	       !nrma_dlist_empty(&x->blocked_conns) ||
+	       !nrma_dlist_empty(&x->credit_owed);
+}
+
 /* Receive buffers (nrma_xfer.c) */
 static inline void *nrma_rx_buf(const struct nrma_xfer *x, uint32_t buf)
 {

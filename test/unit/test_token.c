@@ -113,6 +113,28 @@ static void test_generations_across_batches(void **state)
 	assert_true(repeats < 2);
 }
 
+/* A local token finds its slot, and a stale one, its generation past,
+ * finds nothing, also where the count wraps past 0. */
+static void test_local_tokens(void **state)
+{
+	struct nrma_token_table *t = *state;
+	int64_t a = nrma_token_get_local(t);
+	uint64_t old = nrma_token_of(t, a);
+
+	assert_true(a >= 0 && nrma_token_in_use(t, a));
+	assert_int_equal(nrma_token_find(t, old), a);
+	nrma_token_put(t, a);
+	t->taken = UINT32_MAX - 1;
+	for (int i = 0; i < 3; i++) {
+		a = nrma_token_get_local(t);
+		assert_true(nrma_token_in_use(t, a));
+		assert_int_equal(nrma_token_find(t, old), -1);
+		assert_int_equal(nrma_token_find(t, nrma_token_of(t, a)), a);
+		old = nrma_token_of(t, a);
+		nrma_token_put(t, a);
+	}
+}
+
 static void test_exhaustion(void **state)
 {
 	struct nrma_token_table *t = *state;
@@ -135,6 +157,7 @@ int main(void)
 		T(test_forged_tokens),
 		T(test_generations_unpredictable),
 		T(test_generations_across_batches),
+		T(test_local_tokens),
 		T(test_exhaustion),
 	};
 #undef T
