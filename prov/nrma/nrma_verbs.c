@@ -586,19 +586,23 @@ static const enum ibv_wr_opcode wr_opcode[] = {
 	[NRMA_WR_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
 };
 
+/*
+ * Only the fields an RC send, RDMA or atomic request reads are set: the
+ * rest of the 128 bytes (UD, XRC, memory window and TSO parts) stays as
+ * it is, unread.
+ */
 static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 		     const struct nrma_wr *wr)
 {
 	fill_sges(ibv_sge, wr->sge, wr->sge_count);
-	*ibv_wr = (struct ibv_send_wr){
-		.wr_id = wr->wr_id,
-		.sg_list = ibv_sge,
-		.num_sge = wr->sge_count,
-		.opcode = wr_opcode[wr->op],
-		.send_flags = (wr->fence ? IBV_SEND_FENCE : 0) |
-			      (wr->signaled ? IBV_SEND_SIGNALED : 0) |
-			      (wr->inline_data ? IBV_SEND_INLINE : 0),
-	};
+	ibv_wr->wr_id = wr->wr_id;
+	ibv_wr->sg_list = ibv_sge;
+	ibv_wr->num_sge = (int) wr->sge_count;
+	ibv_wr->opcode = wr_opcode[wr->op];
+	ibv_wr->send_flags = (wr->fence ? IBV_SEND_FENCE : 0) |
+			     (wr->signaled ? IBV_SEND_SIGNALED : 0) |
+			     (wr->inline_data ? IBV_SEND_INLINE : 0);
+	ibv_wr->imm_data = 0;
 	if (wr->op == NRMA_WR_FETCH_ADD || wr->op == NRMA_WR_CMP_SWAP) {
 		ibv_wr->wr.atomic.remote_addr = wr->raddr;
 		ibv_wr->wr.atomic.rkey = wr->rkey;
