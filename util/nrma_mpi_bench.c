@@ -135,8 +135,11 @@ static void bench_rma(enum rma_op op, const char *name, long iters)
 	MPI_Win win;
 	double start;
 
-	MPI_Win_allocate(RMA_BATCH * sizeof(int64_t), sizeof(int64_t),
-			 MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+	/* Memory of its own, not MPI_Win_allocate's: osc/rdma would share
+	 * that between ranks on one host, and never use the network. */
+	MPI_Alloc_mem(RMA_BATCH * sizeof(int64_t), MPI_INFO_NULL, &base);
+	MPI_Win_create(base, RMA_BATCH * sizeof(int64_t), sizeof(int64_t),
+		       MPI_INFO_NULL, MPI_COMM_WORLD, &win);
 	for (int i = 0; i < RMA_BATCH; i++)
 		base[i] = seed[op];
 	MPI_Barrier(MPI_COMM_WORLD);
@@ -168,6 +171,7 @@ static void bench_rma(enum rma_op op, const char *name, long iters)
 	}
 	MPI_Win_unlock(rank, win);
 	MPI_Win_free(&win);
+	MPI_Free_mem(base);
 }
 
 int main(int argc, char **argv)
