@@ -322,7 +322,10 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 	if (now - x->stalls_checked_ms < NRMA_STALL_CHECK_MS)
 		return;
 	x->stalls_checked_ms = now;
-	nrma_cm_fail_stalled(ep->cm, now, nrma_params.stall_ms);
+	/* nrma_now_ms() is up to a tick behind: fail only once stall_ms
+	 * surely passed. */
+	nrma_cm_fail_stalled(ep->cm, now,
+			     nrma_params.stall_ms + NRMA_CLOCK_TICK_MS);
 }
 
 /* A disabled endpoint's device completes nothing more (nrma_ep_disable). */

@@ -337,6 +337,9 @@ ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
 #define NRMA_ACK_PROBE_MS   1000
 /* How often connections are watched for stalls (FI_NRMA_STALL_MS). */
 #define NRMA_STALL_CHECK_MS 1000
+/* CLOCK_MONOTONIC_COARSE's tick at the slowest (HZ=100), which
+ * nrma_now_ms() may lag the time by. */
+#define NRMA_CLOCK_TICK_MS  10
 int64_t nrma_now_ms(void);
 /* Probes the peers of sends waiting long for their ACKs. */
 void nrma_send_check_peers(struct nrma_ep *ep);
