@@ -37,28 +37,33 @@ static uint32_t token_random(struct nrma_token_table *table)
 	return table->random[--table->random_left];
 }
 
-int64_t nrma_token_get(struct nrma_token_table *table)
+static uint32_t token_counted(struct nrma_token_table *table)
+{
+	return ++table->taken;
+}
+
+/* A free slot, its generation from next(): never 0, which means free. */
+static int64_t token_take(struct nrma_token_table *table,
+			  uint32_t (*next)(struct nrma_token_table *))
 {
 	int64_t index = nrma_bufpool_get(&table->slots);
 
 	if (index < 0)
 		return index;
 	do
-		table->gen[index] = token_random(table);
+		table->gen[index] = next(table);
 	while (!table->gen[index]);
 	return index;
 }
 
+int64_t nrma_token_get(struct nrma_token_table *table)
+{
+	return token_take(table, token_random);
+}
+
 int64_t nrma_token_get_local(struct nrma_token_table *table)
 {
-	int64_t index = nrma_bufpool_get(&table->slots);
-
-	if (index < 0)
-		return index;
-	do
-		table->gen[index] = ++table->taken;
-	while (!table->gen[index]);
-	return index;
+	return token_take(table, token_counted);
 }
 
 void nrma_token_put(struct nrma_token_table *table, uint32_t index)

@@ -290,17 +290,17 @@ void nrma_cm_progress(struct nrma_cm *cm);
 void nrma_cm_reap(struct nrma_cm *cm);
 
 /*
- * The connection to fi_addr (whose name is peer), if it is up.  Otherwise
- * starts or waits for it and returns -FI_EAGAIN, or says why it cannot.
- * A connection to another peer that fi_addr led to (the AV removed it and
- * gave its index to peer) is forgotten there first.
- */
-/*
  * The connection fi_addr leads to, if it is up; the caller knows that
  * fi_addr still names its peer (conn->av_removals).  No name compared:
  * the data path's lookup.
  */
 struct nrma_conn *nrma_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr);
+/*
+ * The connection to fi_addr (whose name is peer), if it is up.  Otherwise
+ * starts or waits for it and returns -FI_EAGAIN, or says why it cannot.
+ * A connection to another peer that fi_addr led to (the AV removed it and
+ * gave its index to peer) is forgotten there first.
+ */
 int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 		  const struct sockaddr_in *peer, struct nrma_conn **conn);
 /* Records the fi_addr_t of a peer that connected to us, if still free. */
