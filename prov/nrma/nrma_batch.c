@@ -113,7 +113,7 @@ int nrma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_notify_batch *b = &conn->batch;
 	int ret;
 
-	if (nrma_params.notify_coalesce < 2 ||
+	if (!nrma_batch_enabled() ||
 	    (!conn->notify_rkey && !t->cell_rkey && !t->has_set))
 		return 0;
 	/* One full (its atomics wait for room) or for other words goes first. */

@@ -9,8 +9,12 @@
 
 #include "nrma_comp.h"
 
-/* Queues one entry; a full ring grows as a backstop. */
-static void comp_cq_push(struct nrma_cq *cq, const struct nrma_cq_entry *entry)
+/*
+ * Queues one entry, written in its ring slot; err (allocated, or NULL)
+ * makes it an error entry.  A full ring grows as a backstop.
+ */
+static void comp_cq_push(struct nrma_cq *cq, const struct nrma_comp *comp,
+			 struct fi_cq_err_entry *err)
 {
 	struct nrma_cq_entry *slot;
 
@@ -19,40 +23,34 @@ static void comp_cq_push(struct nrma_cq *cq, const struct nrma_cq_entry *entry)
 	if (!slot && !nrma_ring_grow(&cq->comps))
 		slot = nrma_ring_push(&cq->comps);
 	if (slot) {
-		*slot = *entry;
-		cq->errors += entry->err != NULL;
+		slot->comp = (struct fi_cq_tagged_entry){
+			.op_context = comp->context,
+			.flags = comp->flags & ~FI_COMPLETION,
+			.len = comp->len,
+			.buf = comp->buf,
+			.data = comp->data,
+			.tag = comp->tag,
+		};
+		slot->src_addr = comp->src;
+		slot->err = err;
+		cq->errors += err != NULL;
 	} else {
 		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
-		free(entry->err);
+		free(err);
 	}
 	nrma_wait_raise(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 }
 
-static void comp_cq_write(struct nrma_cq *cq, const struct nrma_comp *comp)
-{
-	struct nrma_cq_entry entry = {
-		.comp = { .op_context = comp->context,
-			  .flags = comp->flags & ~FI_COMPLETION,
-			  .len = comp->len,
-			  .buf = comp->buf,
-			  .data = comp->data,
-			  .tag = comp->tag },
-		.src_addr = comp->src,
-	};
-
-	comp_cq_push(cq, &entry);
-}
-
 static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 {
-	struct nrma_cq_entry entry = { .err = malloc(sizeof(*entry.err)) };
+	struct fi_cq_err_entry *err = malloc(sizeof(*err));
 
-	if (!entry.err) {
+	if (!err) {
 		NRMA_WARN(FI_LOG_CQ, "out of memory: error completion lost\n");
 		return;
 	}
-	*entry.err = (struct fi_cq_err_entry){
+	*err = (struct fi_cq_err_entry){
 		.op_context = comp->context,
 		.flags = comp->flags & ~FI_COMPLETION,
 		.len = comp->len,
@@ -63,7 +61,7 @@ static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 		.err = comp->err,
 		.prov_errno = comp->prov_errno,
 	};
-	comp_cq_push(cq, &entry);
+	comp_cq_push(cq, comp, err);
 }
 
 uint64_t nrma_comp_cntr_words(const struct nrma_cntr *cntr)
@@ -100,7 +98,7 @@ static void comp_report(struct nrma_cq *cq, struct nrma_cntr *cntr,
 	if (cq && comp->err)
 		comp_cq_write_err(cq, comp);
 	else if (cq && (comp->flags & FI_COMPLETION))
-		comp_cq_write(cq, comp);
+		comp_cq_push(cq, comp, NULL);
 	comp_cntr_bump(cntr, comp->err);
 }
 

@@ -227,8 +227,8 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		nrma_op_free(ep->xfer, op);
 		break;
 	case NRMA_OP_READ:
-		if (op->rx) /* else its receive context closed */
-			op->rx->reads--;
+		if (op->read.rx) /* else its receive context closed */
+			op->read.rx->reads--;
 		if (!op->wc_pending && !op->queued)
 			nrma_read_finish(ep, op);
 		break;

@@ -294,12 +294,12 @@ static int recv_lkeys(struct nrma_ep *ep, struct nrma_op *op,
 /* The read of the next remote segment into the receive's iovs. */
 static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
 {
-	const struct nrma_rndv_seg *seg = &op->seg[op->seg_done];
-	struct nrma_rx_entry *rx = op->rx;
+	const struct nrma_rndv_seg *seg = &op->seg[op->read.seg_done];
+	struct nrma_rx_entry *rx = op->read.rx;
 	struct nrma_sge sge[NRMA_IOV_LIMIT];
 	struct iovec piece[NRMA_IOV_LIMIT];
 	size_t idx[NRMA_IOV_LIMIT];
-	size_t n = nrma_iov_slice(rx->iov, rx->count, op->rx_offset, take,
+	size_t n = nrma_iov_slice(rx->iov, rx->count, op->read.rx_offset, take,
 				  piece, idx, NRMA_IOV_LIMIT);
 	struct nrma_wr wr = {
 		.op = NRMA_WR_READ,
@@ -324,17 +324,17 @@ static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
  */
 static int recv_post_reads(struct nrma_ep *ep, struct nrma_op *op)
 {
-	while (op->seg_done < op->seg_count && op->left) {
-		size_t seg_len = op->seg[op->seg_done].len;
-		size_t take = seg_len < op->left ? seg_len : op->left;
+	while (op->read.seg_done < op->read.seg_count && op->read.left) {
+		size_t seg_len = op->seg[op->read.seg_done].len;
+		size_t take = seg_len < op->read.left ? seg_len : op->read.left;
 		int ret = recv_post_read(ep, op, take);
 
 		if (ret)
 			return ret;
-		op->rx->reads++;
-		op->rx_offset += take;
-		op->left -= take;
-		op->seg_done++;
+		op->read.rx->reads++;
+		op->read.rx_offset += take;
+		op->read.left -= take;
+		op->read.seg_done++;
 	}
 	return 0;
 }
@@ -356,7 +356,7 @@ static void recv_reads_advance(struct nrma_ep *ep, struct nrma_op *op)
 	op->queued = false;
 	if (ret) {
 		op->error = -ret;
-		op->truncated = 0;
+		op->read.truncated = 0;
 	}
 	if (!op->wc_pending)
 		nrma_read_finish(ep, op);
@@ -382,16 +382,18 @@ void nrma_reads_retry(struct nrma_ep *ep)
 static void recv_read_init(struct nrma_op *op, struct nrma_rx_entry *rx,
 			   const struct nrma_hdr *hdr, size_t len)
 {
-	op->rx = rx;
+	op->read.rx = rx;
 	op->len = len;
-	op->truncated = hdr->len - len;
-	op->peer_token = hdr->token;
-	op->cq_data = hdr->cq_data;
-	op->tag = hdr->tag;
-	op->rx_flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
-	op->left = len;
-	op->seg_count = hdr->seg_count; /* checked by nrma_hdr_check */
-	memcpy(op->seg, hdr + 1, op->seg_count * sizeof(*op->seg));
+	op->read.truncated = hdr->len - len;
+	op->read.peer_token = hdr->token;
+	op->read.cq_data = hdr->cq_data;
+	op->read.tag = hdr->tag;
+	op->read.rx_flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA :
+							    0;
+	op->read.left = len;
+	op->read.seg_count = hdr->seg_count; /* checked by nrma_hdr_check */
+	op->read.seg_done = 0;
+	memcpy(op->seg, hdr + 1, op->read.seg_count * sizeof(*op->seg));
 }
 
 /* Reads len bytes of a rendezvous message into rx at offset. */
@@ -402,13 +404,13 @@ static void recv_read_start(struct nrma_ep *ep, struct nrma_op *op,
 	int ret;
 
 	recv_read_init(op, where->rx, hdr, where->len);
-	op->rx_offset = where->rx_offset;
-	op->rx_buf = where->rx_buf;
+	op->read.rx_offset = where->rx_offset;
+	op->read.rx_buf = where->rx_buf;
 	ret = op->conn ? recv_lkeys(ep, op, where->rx, op->lkey) :
 			 -FI_ECONNRESET;
 	if (ret) {
 		op->error = -ret;
-		op->truncated = 0;
+		op->read.truncated = 0;
 		nrma_read_finish(ep, op);
 		return;
 	}
@@ -482,12 +484,12 @@ static bool recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 
 void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
-	struct nrma_rx_entry *rx = op->rx;
+	struct nrma_rx_entry *rx = op->read.rx;
 
 	/* Its receive's context closed: nothing to report; the sender's
 	 * send fails. */
 	if (!rx) {
-		recv_ack_send(ep, op->conn, op->peer_token, true);
+		recv_ack_send(ep, op->conn, op->read.peer_token, true);
 		nrma_op_free(ep->xfer, op);
 		return;
 	}
@@ -501,12 +503,12 @@ void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 
 		nrma_comp_recv(recv_reporter_of(ep, rx), &comp);
 	} else {
-		recv_report(ep, rx, op->rx_buf, op->len, op->rx_flags,
-			    op->cq_data, op->tag, nrma_source_of(ep, op->conn),
-			    op->truncated);
+		recv_report(ep, rx, op->read.rx_buf, op->len, op->read.rx_flags,
+			    op->read.cq_data, op->read.tag,
+			    nrma_source_of(ep, op->conn), op->read.truncated);
 	}
 	/* The sender waits for word either way. */
-	recv_ack_send(ep, op->conn, op->peer_token, op->error);
+	recv_ack_send(ep, op->conn, op->read.peer_token, op->error);
 	recv_rx_done(ep, rx);
 	nrma_op_free(ep->xfer, op);
 }
@@ -924,8 +926,8 @@ void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 		struct nrma_op *op = nrma_op_at(x, i);
 
 		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_READ &&
-		    op->rx)
-			recv_reads_dropped(rc, op->rx, op->wc_pending);
+		    op->read.rx)
+			recv_reads_dropped(rc, op->read.rx, op->wc_pending);
 	}
 	for (size_t i = 0; i < rc->count; i++) {
 		if (rc->eps[i] != ep)
@@ -969,9 +971,10 @@ void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 		struct nrma_op *op = nrma_op_at(x, i);
 
 		if (!nrma_token_in_use(&x->ops, i) ||
-		    op->kind != NRMA_OP_READ || !op->rx || op->rx->ctx != rc)
+		    op->kind != NRMA_OP_READ || !op->read.rx ||
+		    op->read.rx->ctx != rc)
 			continue;
-		op->rx = NULL;
+		op->read.rx = NULL;
 		if (op->queued) {
 			nrma_dlist_remove(&op->link);
 			op->queued = false;
@@ -989,7 +992,7 @@ bool nrma_rx_reads_orphaned(struct nrma_ep *ep)
 		const struct nrma_op *op = nrma_op_at(x, i);
 
 		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_READ &&
-		    !op->rx)
+		    !op->read.rx)
 			return true;
 	}
 	return false;

@@ -188,7 +188,7 @@ static int rma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
 			  const struct nrma_remote *set,
 			  struct nrma_batch_target *t)
 {
-	if (a->flags & FI_READ)
+	if ((a->flags & FI_READ) || !nrma_batch_enabled())
 		return 0;
 	*t = (struct nrma_batch_target){ .cell_rkey = remote->cell_rkey };
 	if (a->notify) {
@@ -429,14 +429,39 @@ static ssize_t nrma_rma_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 		       context);
 }
 
+/*
+ * A write of one segment no larger than an inject (FI_OPT_INJECT_RMA_SIZE)
+ * or FI_OPT_MAX_RMA_SIZE needs no vector or size checks; of its flags,
+ * only those rma_submit refuses or holds send it there.
+ */
+static ssize_t rma_write_small(struct nrma_ep *ep,
+			       const struct nrma_rma_args *a)
+{
+	if (a->len > ep->inject_size[NRMA_XFER_RMA] ||
+	    a->len > ep->max_size[NRMA_XFER_RMA] ||
+	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)))
+		return rma_submit(ep, a);
+	return nrma_tx_submit(ep, a->dest, rma_post, a, a->len, false);
+}
+
 static ssize_t nrma_rma_write(struct fid_ep *ep_fid, const void *buf,
 			      size_t len, void *desc, fi_addr_t dest,
 			      uint64_t addr, uint64_t key, void *context)
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_rma_args a = {
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.dest = dest,
+		.addr = addr,
+		.len = len,
+		.key = key,
+		.context = context,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags | FI_WRITE,
+	};
 
-	return nrma_rma_writev(ep_fid, &iov, &desc, 1, dest, addr, key,
-			       context);
+	return rma_write_small(nrma_ep_of(ep_fid), &a);
 }
 
 static ssize_t nrma_rma_writedata(struct fid_ep *ep_fid, const void *buf,
@@ -488,7 +513,7 @@ static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
 		.silent = true,
 	};
 
-	return rma_submit(nrma_ep_of(ep_fid), &a);
+	return rma_write_small(nrma_ep_of(ep_fid), &a);
 }
 
 struct fi_ops_rma nrma_rma_ops = {

@@ -619,11 +619,13 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
 		    size_t count, size_t *posted)
 {
-	struct ibv_send_wr ibv_wr[count], *bad = NULL;
-	struct ibv_sge ibv_sge[count][NRMA_MAX_SGE];
+	struct ibv_send_wr ibv_wr[NRMA_VERBS_CHAIN_MAX], *bad = NULL;
+	struct ibv_sge ibv_sge[NRMA_VERBS_CHAIN_MAX][NRMA_MAX_SGE];
 	int ret;
 
 	*posted = 0;
+	if (count > NRMA_VERBS_CHAIN_MAX)
+		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++) {
 		if (wr[i].sge_count > NRMA_MAX_SGE)
 			return -FI_EINVAL;

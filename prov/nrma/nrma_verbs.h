@@ -133,6 +133,9 @@ struct nrma_wr {
 	bool inline_data;
 };
 
+/* Work requests one nrma_verbs_post chains at most. */
+#define NRMA_VERBS_CHAIN_MAX NRMA_IOV_LIMIT
+
 /*
  * Posts count work requests in order; *posted says how many went, also on
  * an error (the ones before the failing one).  Callers keep the send

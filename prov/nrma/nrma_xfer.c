@@ -35,7 +35,7 @@ struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 	if (index < 0)
 		return NULL;
 	op = nrma_op_at(x, index);
-	memset(op, 0, offsetof(struct nrma_op, mr));
+	memset(op, 0, offsetof(struct nrma_op, resolving));
 	op->kind = kind;
 	op->conn = conn;
 	op->buf = -1;
@@ -87,16 +87,6 @@ struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 		.addr = (uintptr_t) nrma_bufpool_buf(&x->tx_bufs, op->buf),
 		.len = len,
 		.lkey = nrma_verbs_mr_lkey(x->tx_mr),
-	};
-}
-
-/* Where atomics whose old value nobody wants fetch it to. */
-struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)
-{
-	return (struct nrma_sge){
-		.addr = (uintptr_t) x->scratch,
-		.len = sizeof(*x->scratch),
-		.lkey = nrma_verbs_mr_lkey(x->scratch_mr),
 	};
 }
 
@@ -219,16 +209,6 @@ ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags)
  * FI_INJECT among its flags or not, unless selective completion leaves
  * it out.
  */
-uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags,
-			    bool silent)
-{
-	if (silent)
-		return 0;
-	return !(ep->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-			       (flags & FI_COMPLETION) ?
-		       FI_COMPLETION :
-		       0;
-}
 
 /*
  * A connection's peer in ep's AV.  The fi_addr_t a connection holds counts
@@ -499,12 +479,21 @@ static int xfer_scratch_init(struct nrma_ep *ep, struct nrma_xfer *x)
 {
 	uint64_t key;
 
+	int ret;
+
 	x->scratch = calloc(1, sizeof(*x->scratch));
 	if (!x->scratch)
 		return -FI_ENOMEM;
-	return nrma_verbs_mr_reg(ep->domain->verbs, x->scratch,
-				 sizeof(*x->scratch), FI_RECV, &x->scratch_mr,
-				 &key);
+	ret = nrma_verbs_mr_reg(ep->domain->verbs, x->scratch,
+				sizeof(*x->scratch), FI_RECV, &x->scratch_mr,
+				&key);
+	if (!ret)
+		x->scratch_sge = (struct nrma_sge){
+			.addr = (uintptr_t) x->scratch,
+			.len = sizeof(*x->scratch),
+			.lkey = nrma_verbs_mr_lkey(x->scratch_mr),
+		};
+	return ret;
 }
 
 /* Receive contexts */

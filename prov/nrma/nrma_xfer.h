@@ -46,6 +46,8 @@
 #define NRMA_OP_MAX_WRS	    NRMA_IOV_LIMIT
 _Static_assert(NRMA_OP_MAX_WRS <= NRMA_WR_SLOTS_MASK,
 	       "a chain's slot count fits its wr_id");
+_Static_assert(NRMA_OP_MAX_WRS <= NRMA_VERBS_CHAIN_MAX,
+	       "an operation's requests go in one chain");
 
 enum nrma_op_kind {
 	NRMA_OP_SEND,	 /* an application send */
@@ -67,6 +69,7 @@ enum nrma_op_batch {
 
 /* Work the endpoint has on the device; its slot index is the wr_id. */
 struct nrma_op {
+	/* What every kind reads: nrma_op_alloc clears it. */
 	enum nrma_op_kind kind;
 	struct nrma_conn *conn;
 	void *context;
@@ -76,34 +79,40 @@ struct nrma_op {
 	unsigned int wc_pending; /* posted signaled requests not yet done */
 	unsigned int wc_orphans; /* requests posted without their last one */
 	bool ack_pending;	 /* waiting for the peer's ACK */
-	int64_t sent_ms;	 /* NRMA_OP_SEND: when it was posted */
-	int error;		 /* first failure, positive */
-	int prov_errno;		 /* its verbs completion status */
+	bool queued;	 /* a read on pending_reads, a send on its send_queue */
+	int64_t sent_ms; /* NRMA_OP_SEND: when it was posted */
+	int error;	 /* first failure, positive */
+	int prov_errno;	 /* its verbs completion status */
 	size_t mr_count;
-	/* NRMA_OP_READ: segments not yet read wait on pending_reads */
+	/* NRMA_OP_READ waits on pending_reads, NRMA_OP_SEND on a queue */
 	struct nrma_dlist link;
-	size_t seg_count;
-	size_t seg_done;
-	size_t rx_offset; /* where the next segment lands */
-	size_t left;	  /* bytes still to read */
-	bool queued;	/* a read on pending_reads, a send on its send_queue */
 	fi_addr_t dest; /* NRMA_OP_SEND: where it goes */
-	struct nrma_rx_entry *rx;
-	uint64_t peer_token;
-	uint64_t resolving; /* NRMA_OP_RESOLVE: the key it looks up */
-	uint32_t cq_data;
-	uint64_t tag;
-	uint64_t rx_flags;
-	void *rx_buf;
-	size_t truncated;
 	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
 	size_t iov_count; /* of iov[] */
 	enum nrma_op_batch batch;
-	struct nrma_dlist notified; /* NRMA_OP_NOTIFY: the writes it counts */
 	/*
-	 * The arrays come last: nrma_op_alloc clears only what is above
-	 * them, as each is read only below its count (mr_count, seg_count,
-	 * iov_count) and lkey[] is written whole before it is read.
+	 * What only some kinds read, set by those before they read it:
+	 * nrma_op_alloc leaves it as it was.
+	 */
+	uint64_t resolving;	    /* NRMA_OP_RESOLVE: the key it looks up */
+	struct nrma_dlist notified; /* NRMA_OP_NOTIFY: the writes it counts */
+	struct {		    /* NRMA_OP_READ: recv_read_init sets it */
+		struct nrma_rx_entry *rx;
+		size_t seg_count;
+		size_t seg_done;
+		size_t rx_offset; /* where the next segment lands */
+		size_t left;	  /* bytes still to read */
+		uint64_t peer_token;
+		uint32_t cq_data;
+		uint64_t tag;
+		uint64_t rx_flags;
+		void *rx_buf;
+		size_t truncated;
+	} read;
+	/*
+	 * The arrays come last, each read only below its count (mr_count,
+	 * read.seg_count, iov_count); lkey[] is written whole before it is
+	 * read.
 	 */
 	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
 	struct nrma_rndv_seg seg[NRMA_IOV_LIMIT];
@@ -220,6 +229,7 @@ struct nrma_xfer {
 	int64_t stalls_checked_ms; /* connections last watched for stalls */
 	uint64_t *scratch;	   /* where notification atomics fetch to */
 	struct nrma_verbs_mr *scratch_mr;
+	struct nrma_sge scratch_sge; /* of scratch, for those atomics */
 	/*
 	 * Flow control (nrma_credit.c): what all peers may send together
 	 * never exceeds the receive buffers posted.  Each peer is topped up
@@ -296,9 +306,24 @@ void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op);
 ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 				const struct nrma_op *op, size_t len);
-struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x);
-uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep, uint64_t flags,
-			    bool silent);
+
+/* Where atomics whose old value nobody wants fetch it to. */
+static inline struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)
+{
+	return x->scratch_sge;
+}
+
+/* An application transmit's completion flags: FI_COMPLETION or none. */
+static inline uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep,
+					  uint64_t flags, bool silent)
+{
+	if (silent)
+		return 0;
+	return !(ep->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
+			       (flags & FI_COMPLETION) ?
+		       FI_COMPLETION :
+		       0;
+}
 struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 				 struct nrma_conn *conn, bool bounce);
 /* An application transmit went out, or ended (x->tx and x->sends). */
@@ -447,6 +472,12 @@ void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 			 struct nrma_conn *conn);
 
 /* Coalesced notifications (nrma_batch.c) */
+/* Whether notifications are coalesced at all (FI_NRMA_NOTIFY_COALESCE). */
+static inline bool nrma_batch_enabled(void)
+{
+	return nrma_params.notify_coalesce > 1;
+}
+
 /*
  * Whether a notified write to t joins conn's batch: 1 if it does (post
  * the write alone, then nrma_batch_add), 0 if it carries its own atomics,
