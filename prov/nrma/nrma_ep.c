@@ -226,17 +226,17 @@ static int ep_enable_check(const struct nrma_ep *ep)
 }
 
 /*
- * Reading a bound CQ or counter progresses the endpoint.  The sets are
- * joined without ep->lock held: their locks order before it.
+ * Reading a bound CQ or counter progresses the endpoint.  A counter bound
+ * only for FI_REMOTE_WRITE or FI_REMOTE_READ is not one of them: peers
+ * bump its words themselves, and nothing the endpoint does is reported
+ * to it (fi_domain(3): manual progress advances what the CQ or counter
+ * read would report).  The sets are joined without ep->lock held: their
+ * locks order before it.
  */
 static int ep_join_sets(struct nrma_ep *ep)
 {
-	struct nrma_cntr *cntrs[] = { ep->send_cntr,
-				      ep->recv_cntr,
-				      ep->read_cntr,
-				      ep->write_cntr,
-				      ep->remote.cntr[NRMA_NOTIFY_WRITES],
-				      ep->remote.cntr[NRMA_NOTIFY_READS] };
+	struct nrma_cntr *cntrs[] = { ep->send_cntr, ep->recv_cntr,
+				      ep->read_cntr, ep->write_cntr };
 	int ret = 0;
 
 	if (ep->tx_cq)
@@ -346,18 +346,12 @@ static void ep_unbind_cq(struct nrma_ep *ep, struct nrma_cq *cq)
 	atomic_fetch_sub(&cq->ref, 1);
 }
 
-/* The binding's own reference is the notification cell's. */
-static void ep_unbind_sets(struct nrma_ep *ep, struct nrma_cntr *cntr)
-{
-	if (cntr)
-		nrma_ep_set_del(&cntr->eps, ep, &cntr->wait);
-}
-
+/* A remote counter's own reference is its notification cell's. */
 static void ep_unbind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr)
 {
 	if (!cntr)
 		return;
-	ep_unbind_sets(ep, cntr);
+	nrma_ep_set_del(&cntr->eps, ep, &cntr->wait);
 	atomic_fetch_sub(&cntr->ref, 1);
 }
 
@@ -369,8 +363,6 @@ static void ep_unbind_all(struct nrma_ep *ep)
 	ep_unbind_cntr(ep, ep->recv_cntr);
 	ep_unbind_cntr(ep, ep->read_cntr);
 	ep_unbind_cntr(ep, ep->write_cntr);
-	ep_unbind_sets(ep, ep->remote.cntr[NRMA_NOTIFY_WRITES]);
-	ep_unbind_sets(ep, ep->remote.cntr[NRMA_NOTIFY_READS]);
 	nrma_remote_cntrs_close(&ep->remote);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
