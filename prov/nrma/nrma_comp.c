@@ -5,9 +5,26 @@
  * reaps no more device completions than nrma_comp_room allows, so a full
  * ring only grows as a backstop.
  */
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nrma_comp.h"
+
+_Static_assert(offsetof(struct fi_cq_err_entry, op_context) ==
+			       offsetof(struct fi_cq_tagged_entry,
+					op_context) &&
+		       offsetof(struct fi_cq_err_entry, flags) ==
+			       offsetof(struct fi_cq_tagged_entry, flags) &&
+		       offsetof(struct fi_cq_err_entry, len) ==
+			       offsetof(struct fi_cq_tagged_entry, len) &&
+		       offsetof(struct fi_cq_err_entry, buf) ==
+			       offsetof(struct fi_cq_tagged_entry, buf) &&
+		       offsetof(struct fi_cq_err_entry, data) ==
+			       offsetof(struct fi_cq_tagged_entry, data) &&
+		       offsetof(struct fi_cq_err_entry, tag) ==
+			       offsetof(struct fi_cq_tagged_entry, tag),
+	       "an error entry begins with a tagged entry's fields");
 
 /*
  * Queues one entry, written in its ring slot; err (allocated, or NULL)
@@ -33,6 +50,8 @@ static void comp_cq_push(struct nrma_cq *cq, const struct nrma_comp *comp,
 		};
 		slot->src_addr = comp->src;
 		slot->err = err;
+		if (err) /* its first fields are an fi_cq_tagged_entry's */
+			memcpy(err, &slot->comp, sizeof(slot->comp));
 		cq->errors += err != NULL;
 	} else {
 		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
@@ -50,13 +69,8 @@ static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 		NRMA_WARN(FI_LOG_CQ, "out of memory: error completion lost\n");
 		return;
 	}
+	/* comp_cq_push fills in what a tagged entry has. */
 	*err = (struct fi_cq_err_entry){
-		.op_context = comp->context,
-		.flags = comp->flags & ~FI_COMPLETION,
-		.len = comp->len,
-		.buf = comp->buf,
-		.data = comp->data,
-		.tag = comp->tag,
 		.olen = comp->olen,
 		.err = comp->err,
 		.prov_errno = comp->prov_errno,
