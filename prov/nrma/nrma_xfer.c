@@ -205,12 +205,6 @@ ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags)
 }
 
 /*
- * The fi_inject calls complete nothing; any other transmit completes,
- * FI_INJECT among its flags or not, unless selective completion leaves
- * it out.
- */
-
-/*
  * A connection's peer in ep's AV.  The fi_addr_t a connection holds counts
  * only while the AV still names its peer by it: fi_av_remove invalidates
  * it and a later insert may give it to another peer (fi_av(3)).  It is
@@ -478,7 +472,6 @@ static void xfer_rx_bufs_fini(struct nrma_xfer *x)
 static int xfer_scratch_init(struct nrma_ep *ep, struct nrma_xfer *x)
 {
 	uint64_t key;
-
 	int ret;
 
 	x->scratch = calloc(1, sizeof(*x->scratch));

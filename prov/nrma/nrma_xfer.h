@@ -313,7 +313,11 @@ static inline struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)
 	return x->scratch_sge;
 }
 
-/* An application transmit's completion flags: FI_COMPLETION or none. */
+/*
+ * An application transmit's completion flags.  The fi_inject calls
+ * (silent) complete nothing; any other transmit completes, FI_INJECT
+ * among its flags or not, unless selective completion leaves it out.
+ */
 static inline uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep,
 					  uint64_t flags, bool silent)
 {
