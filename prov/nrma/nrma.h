@@ -291,11 +291,11 @@ struct nrma_domain {
 int nrma_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);
 /*
- * A slot of domain's key table was removed or changed (nrma_rkey.c): each
+ * A slot of domain's key table was removed or changed: each
  * connected peer of its endpoints hears of it before this returns (or
  * after a while), so that it forgets what it read of the table.
  */
-void nrma_rkey_table_changed(struct nrma_domain *domain);
+void nrma_domain_keys_changed(struct nrma_domain *domain);
 
 /* Poll sets (nrma_poll.c) */
 int nrma_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
@@ -499,7 +499,7 @@ struct nrma_ep {
 	bool enabled;
 	bool watched; /* by its domain's control thread, since fi_enable */
 	/* Positive: the critical error that disabled it for good (a device
-	 * event, nrma_ep_disable); only fi_close is left. */
+	 * event, nrma_progress_disable); only fi_close is left. */
 	int critical;
 	atomic_int aliases; /* open aliases keep it from closing */
 	/* Options (nrma_ep_opt.c); FI_OPT_MIN_MULTI_RECV is its receive
@@ -592,6 +592,30 @@ int nrma_ep_op_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
 
 /* Progress (nrma_progress.c): with manual progress, the caller's. */
 void nrma_ep_progress(struct nrma_ep *ep);
+/*
+ * Whether a transmit call tries again what returned *ret (nrma_ep.c).
+ * Any -FI_EAGAIN progresses the endpoint first, as a CQ read would, so
+ * that an application that retries without reading its CQ still moves.
+ * A post that met a peer's key still being read (-FI_EINPROGRESS,
+ * nrma_rkey.c) goes again once progress had the answer, for
+ * NRMA_KEY_WAIT_MS at most (from *since, zero at first), then says
+ * -FI_EAGAIN: applications that see no -FI_EAGAIN from a connected peer
+ * keep not seeing it.
+ */
+#define NRMA_KEY_WAIT_MS 100
+bool nrma_ep_post_wait(struct nrma_ep *ep, ssize_t *ret,
+		       struct timespec *since);
+
+/* What call, a transmit on ep, returns, tried again as that says. */
+#define NRMA_EP_POST(ep, call)                                               \
+	({                                                                   \
+		struct timespec since_ = { 0 };                              \
+		ssize_t ret_;                                                \
+		do                                                           \
+			ret_ = (call);                                       \
+		while (ret_ < 0 && nrma_ep_post_wait((ep), &ret_, &since_)); \
+		ret_;                                                        \
+	})
 int nrma_ep_arm(struct nrma_ep *ep);
 /* Before close: ACKs owed to peers get out, for a bounded time. */
 void nrma_ep_linger(struct nrma_ep *ep);
@@ -657,14 +681,68 @@ struct nrma_recv_args {
 };
 
 ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *args);
-/* nrma_send of one buffer: a says all but where it is. */
-ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
-		      struct nrma_send_args a);
-ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *args);
+
+/* One RMA operation, from any of the fi_rma calls. */
+struct nrma_rma_args {
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	fi_addr_t dest;
+	uint64_t addr; /* the one remote segment */
+	uint64_t len;
+	uint64_t key;
+	uint64_t data;
+	uint64_t flags; /* FI_READ or FI_WRITE, and op flags */
+	bool silent;	/* fi_inject_write(data): no completion */
+	void *context;
+	const struct fi_nrma_notify *notify; /* a set's counter to bump */
+};
+
+/* The one element of an atomic operation (nrma_atomic.c). */
+#define NRMA_ATOMIC_SIZE sizeof(uint64_t)
+
+enum nrma_atomic_kind {
+	NRMA_ATOMIC_BASE,    /* fi_atomic */
+	NRMA_ATOMIC_FETCH,   /* fi_fetch_atomic */
+	NRMA_ATOMIC_COMPARE, /* fi_compare_atomic */
+};
+
+/* One atomic operation, with its operands read already. */
+struct nrma_atomic_args {
+	enum nrma_atomic_kind kind;
+	enum fi_op op;
+	uint64_t operand;
+	uint64_t compare;
+	void *result; /* FETCH and COMPARE: the old value */
+	fi_addr_t dest;
+	uint64_t addr;
+	uint64_t key;
+	uint64_t flags;
+	bool silent; /* fi_inject_atomic: no completion */
+	void *context;
+	const struct fi_nrma_notify *notify; /* a set's counter to bump */
+};
+
+/* 0 if fi_atomic(3) calls of kind do op on datatype: their count. */
+int nrma_atomic_valid(enum fi_datatype datatype, enum fi_op op,
+		      enum nrma_atomic_kind kind, size_t *count);
+/* An atomic operation (nrma_atomic.c), as nrma_rma. */
+ssize_t nrma_atomic(struct nrma_ep *ep, const struct nrma_atomic_args *args);
+
+/*
+ * An RMA operation (nrma_rma.c): -FI_EAGAIN when there is no room,
+ * -FI_EINPROGRESS while its peer's key is read (see NRMA_EP_POST).
+ */
+ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *args);
+/* nrma_rma of a write of one segment, cheaper when it is small. */
+ssize_t nrma_rma_write_small(struct nrma_ep *ep,
+			     const struct nrma_rma_args *args);
 /* Called with ep->lock held. */
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context);
 /* fi_cancel of a held triggered operation (nrma_trigger.c), as above. */
 bool nrma_trigger_cancel(struct nrma_ep *ep, void *context);
+/* Forgets what is held: the endpoint closes. */
+void nrma_trigger_drop(struct nrma_ep *ep);
 
 /* The data path's state of an endpoint (nrma_xfer.c). */
 int nrma_xfer_open(struct nrma_ep *ep);
@@ -685,36 +763,40 @@ extern struct fi_ops_msg nrma_msg_ops;
 extern struct fi_ops_tagged nrma_tagged_ops;
 /* fi_recv and friends on any receiving fid (nrma_msg.c). */
 ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
+/* fi_send and friends, msg's and tagged (nrma_msg.c). */
+ssize_t nrma_msg_submit(struct fid_ep *ep_fid, const struct nrma_send_args *a);
+/* nrma_msg_submit of one buffer: a says all but where it is. */
+ssize_t nrma_msg_submit_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    struct nrma_send_args a);
 uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid);
-extern struct fi_ops_rma nrma_rma_ops;
-extern struct fi_ops_atomic nrma_atomic_ops;
-int nrma_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-		      enum fi_op op, struct fi_atomic_attr *attr,
-		      uint64_t flags);
+extern struct fi_ops_rma nrma_ep_rma_ops;
+extern struct fi_ops_atomic nrma_ep_atomic_ops;
+int nrma_ep_atomic_query(struct fid_domain *domain, enum fi_datatype datatype,
+			 enum fi_op op, struct fi_atomic_attr *attr,
+			 uint64_t flags);
 
 /* Notification sets (nrma_nset.c, fi_ext_nrma.h). */
 int nrma_nset_open(struct fid_domain *domain,
 		   const struct fi_nrma_nset_attr *attr,
 		   struct fid_nrma_nset **nset, void *context);
-/* Notified operations, an endpoint's FI_NRMA_EP_OPS_1 (nrma_rma.c and
- * nrma_atomic.c). */
-ssize_t nrma_rma_writemsg_notify(struct fid_ep *ep,
-				 const struct fi_msg_rma *msg,
-				 const struct fi_nrma_notify *notify,
-				 uint64_t flags);
-ssize_t nrma_rma_readmsg_notify(struct fid_ep *ep, const struct fi_msg_rma *msg,
-				const struct fi_nrma_notify *notify,
-				uint64_t flags);
-ssize_t nrma_atomic_writemsg_notify(struct fid_ep *ep,
-				    const struct fi_msg_atomic *msg,
+/* Notified operations, an endpoint's FI_NRMA_EP_OPS_1 (nrma_ep_rma.c and
+ * nrma_ep_atomic.c). */
+ssize_t nrma_ep_rma_writemsg_notify(struct fid_ep *ep,
+				    const struct fi_msg_rma *msg,
 				    const struct fi_nrma_notify *notify,
 				    uint64_t flags);
-ssize_t nrma_atomic_readwritemsg_notify(struct fid_ep *ep,
-					const struct fi_msg_atomic *msg,
-					struct fi_ioc *resultv,
-					void **result_desc, size_t result_count,
-					const struct fi_nrma_notify *notify,
-					uint64_t flags);
+ssize_t nrma_ep_rma_readmsg_notify(struct fid_ep *ep,
+				   const struct fi_msg_rma *msg,
+				   const struct fi_nrma_notify *notify,
+				   uint64_t flags);
+ssize_t nrma_ep_atomic_writemsg_notify(struct fid_ep *ep,
+				       const struct fi_msg_atomic *msg,
+				       const struct fi_nrma_notify *notify,
+				       uint64_t flags);
+ssize_t nrma_ep_atomic_readwritemsg_notify(
+	struct fid_ep *ep, const struct fi_msg_atomic *msg,
+	struct fi_ioc *resultv, void **result_desc, size_t result_count,
+	const struct fi_nrma_notify *notify, uint64_t flags);
 
 /* fi_open_ops of an object that has one ops table, named want. */
 static inline int nrma_ops_open_named(const char *name, uint64_t flags,

@@ -15,6 +15,8 @@
  * other followed: the stream paused, and waiting longer only delays.
  * One that finds no room on its queue pair is retried on each progress.
  */
+#include "nrma_batch.h"
+#include "nrma_rkey.h"
 #include "nrma_xfer.h"
 
 static bool batch_same_target(const struct nrma_batch_target *a,
@@ -30,8 +32,8 @@ static size_t batch_wrs(const struct nrma_conn *conn,
 			const struct nrma_sge *scratch, struct nrma_wr *wr)
 {
 	const struct nrma_notify_batch *b = &conn->batch;
-	size_t n = nrma_notify_wrs(conn, b->target.cell_rkey, false, false,
-				   scratch, wr);
+	size_t n = nrma_rkey_notify_wrs(conn, b->target.cell_rkey, false, false,
+					scratch, wr);
 
 	for (size_t i = 0; i < n; i++)
 		wr[i].add = b->count;
@@ -41,7 +43,7 @@ static size_t batch_wrs(const struct nrma_conn *conn,
 		struct nrma_remote set = { .addr = b->target.set_addr,
 					   .rkey = b->target.set_rkey };
 
-		wr[n++] = nrma_notify_set_wr(&sum, &set, scratch, false);
+		wr[n++] = nrma_rkey_notify_set_wr(&sum, &set, scratch, false);
 	}
 	return n;
 }
@@ -168,26 +170,23 @@ bool nrma_batch_holds(struct nrma_ep *ep, struct nrma_op *op)
 	return true;
 }
 
-void nrma_batch_notified(struct nrma_ep *ep, struct nrma_op *notify)
+struct nrma_op *nrma_batch_notified_next(struct nrma_op *notify)
 {
-	struct nrma_dlist *item;
+	struct nrma_dlist *item = nrma_dlist_pop_front(&notify->notified);
+	struct nrma_op *op;
 
-	while ((item = nrma_dlist_pop_front(&notify->notified))) {
-		struct nrma_op *op =
-			nrma_container_of(item, struct nrma_op, link);
-
-		op->batch = NRMA_BATCH_NONE;
-		if (!op->error) {
-			op->error = notify->error;
-			op->prov_errno = notify->prov_errno;
-		}
-		nrma_rma_finish(ep, op);
+	if (!item)
+		return NULL;
+	op = nrma_container_of(item, struct nrma_op, link);
+	op->batch = NRMA_BATCH_NONE;
+	if (!op->error) {
+		op->error = notify->error;
+		op->prov_errno = notify->prov_errno;
 	}
-	nrma_op_free(ep->xfer, notify);
+	return op;
 }
 
-/* Writes already done end now; the others as their completions come. */
-void nrma_batch_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
+void nrma_batch_conn_failed(struct nrma_conn *conn, struct nrma_dlist *ended)
 {
 	struct nrma_dlist *item, *next;
 
@@ -199,7 +198,7 @@ void nrma_batch_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
 		if (op->wc_pending)
 			continue;
 		batch_drop(op);
-		nrma_rma_finish(ep, op);
+		nrma_dlist_insert_tail(&op->link, ended);
 	}
 }
 

@@ -19,7 +19,7 @@
 
 #include <rdma/fabric.h>
 
-#include "nrma_credit.h"
+#include "nrma_credit_calc.h"
 #include "nrma_hash.h"
 #include "nrma_list.h"
 #include "nrma_proto.h"

@@ -25,6 +25,7 @@
  * they always get through.  The cell's third word carries, the same way,
  * the changes of our key table, for nrma_rkey.c.
  */
+#include "nrma_credit.h"
 #include "nrma_notify.h"
 #include "nrma_xfer.h"
 
@@ -418,25 +419,12 @@ void nrma_credit_unqueue(struct nrma_op *op)
 		credit_unblock(conn);
 }
 
-/*
- * Sends whose credits came back go out in order; a peer with none left
- * keeps its sends, the others' go ahead.  Credits the peers are owed and
- * could not get (no operation or queue room then) go too, and so do those
- * that closed connections gave back to the pool.
- */
-void nrma_credit_progress(struct nrma_ep *ep)
+/* Credits the peers are owed and could not get then (no operation or
+ * queue room) go now. */
+void nrma_credit_tell_owed(struct nrma_ep *ep)
 {
-	nrma_credit_refill(ep);
-	struct nrma_dlist *head = &ep->xfer->blocked_conns, *item = head->next;
+	struct nrma_dlist *head = &ep->xfer->credit_owed, *item;
 
-	while (item != head) {
-		struct nrma_conn *conn =
-			nrma_container_of(item, struct nrma_conn, blocked_link);
-
-		item = item->next;
-		nrma_send_resume(ep, conn);
-	}
-	head = &ep->xfer->credit_owed;
 	for (item = head->next; item != head;) {
 		struct nrma_conn *conn =
 			nrma_container_of(item, struct nrma_conn, owed_link);

@@ -4,10 +4,62 @@
 
 #include "nrma.h"
 #include "nrma_cm.h"
+#include "nrma_credit.h"
 #include "nrma_enosys.h"
 #include "nrma_keytab.h"
 #include "nrma_notify.h"
+#include "nrma_progress.h"
 #include "nrma_verbs.h"
+#include "nrma_xfer.h"
+
+/* How long a closing region waits for peers to hear that it goes. */
+#define NRMA_KEYS_TELL_MS 1000
+
+/* Our side of nrma_domain_keys_changed, on one endpoint. */
+struct domain_telling {
+	uint64_t changes; /* what the peers must have heard of */
+	size_t untold;	  /* connections that have not yet */
+};
+
+static void domain_tell_ep(struct nrma_ep *ep, void *arg)
+{
+	struct domain_telling *t = arg;
+	struct nrma_dlist *head, *item;
+
+	nrma_progress_poll(ep);
+	head = nrma_cm_conns(ep->cm);
+	nrma_dlist_foreach (head, item) {
+		struct nrma_conn *conn =
+			nrma_container_of(item, struct nrma_conn, link);
+
+		if (!nrma_credit_keys_told(ep, conn, t->changes))
+			t->untold++;
+	}
+}
+
+/*
+ * A peer whose connection is not up yet hears of it as it comes up; one
+ * that has read a slot by then (its side came up first) is the only one
+ * that may still post a key closed since.
+ */
+void nrma_domain_keys_changed(struct nrma_domain *domain)
+{
+	struct domain_telling t = {
+		.changes = atomic_fetch_add(&domain->keys_changed, 1) + 1,
+	};
+	int64_t until = nrma_now_ms() + NRMA_KEYS_TELL_MS;
+
+	do {
+		t.untold = 0;
+		nrma_cm_thread_each_ep(domain->cm_thread, domain_tell_ep, &t);
+	} while (t.untold && nrma_now_ms() < until);
+	if (t.untold)
+		NRMA_WARN(FI_LOG_MR,
+			  "%zu connections did not hear in %d ms that a key "
+			  "closed: their peers' operations with it fail at "
+			  "the device\n",
+			  t.untold, NRMA_KEYS_TELL_MS);
+}
 
 static int nrma_domain_close(struct fid *fid)
 {
@@ -80,7 +132,7 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.poll_open = nrma_poll_open,
 	.stx_ctx = nrma_stx_open,
 	.srx_ctx = nrma_srx_open,
-	.query_atomic = nrma_query_atomic,
+	.query_atomic = nrma_ep_atomic_query,
 	.query_collective = nrma_no_query_collective,
 	.endpoint2 = nrma_ep_open2,
 };

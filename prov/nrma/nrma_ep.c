@@ -16,6 +16,7 @@
 #include "nrma_notify.h"
 #include "nrma_proto.h"
 #include "nrma_verbs.h"
+#include "nrma_wait.h"
 
 /* RDMA reads and atomics a connection has in flight, at most. */
 #define NRMA_RDMA_DEPTH	   16
@@ -370,9 +371,25 @@ static void ep_unbind_all(struct nrma_ep *ep)
 		atomic_fetch_sub(&ep->eq->ref, 1);
 }
 
+bool nrma_ep_post_wait(struct nrma_ep *ep, ssize_t *ret, struct timespec *since)
+{
+	if (*ret != -FI_EAGAIN && *ret != -FI_EINPROGRESS)
+		return false;
+	nrma_ep_progress(ep);
+	if (*ret == -FI_EAGAIN)
+		return false;
+	if (!since->tv_sec && !since->tv_nsec)
+		clock_gettime(CLOCK_MONOTONIC, since);
+	if (nrma_timeout_left(since, NRMA_KEY_WAIT_MS))
+		return true;
+	*ret = -FI_EAGAIN;
+	return false;
+}
+
 static void ep_resources_close(struct nrma_ep *ep)
 {
 	nrma_cm_close(ep->cm);
+	nrma_trigger_drop(ep);
 	nrma_xfer_close(ep);
 	nrma_verbs_ep_close(ep->verbs);
 }
@@ -403,10 +420,10 @@ static int nrma_ep_close(struct fid *fid)
 
 static struct fi_nrma_ops_ep nrma_ep_nrma_ops = {
 	.size = sizeof(struct fi_nrma_ops_ep),
-	.writemsg = nrma_rma_writemsg_notify,
-	.readmsg = nrma_rma_readmsg_notify,
-	.atomicmsg = nrma_atomic_writemsg_notify,
-	.fetch_atomicmsg = nrma_atomic_readwritemsg_notify,
+	.writemsg = nrma_ep_rma_writemsg_notify,
+	.readmsg = nrma_ep_rma_readmsg_notify,
+	.atomicmsg = nrma_ep_atomic_writemsg_notify,
+	.fetch_atomicmsg = nrma_ep_atomic_readwritemsg_notify,
 };
 
 /* fi_open_ops: the notified operations of fi_ext_nrma.h. */
@@ -537,9 +554,9 @@ static void ep_path_init(struct nrma_ep_path *path, struct fi_ops *fi_ops,
 	path->ep_fid.cm = nrma_ep_is_msg(path->ep) ? &nrma_ep_conn_ops :
 						     &nrma_ep_cm_ops;
 	path->ep_fid.msg = &nrma_msg_ops;
-	path->ep_fid.rma = &nrma_rma_ops;
+	path->ep_fid.rma = &nrma_ep_rma_ops;
 	path->ep_fid.tagged = &nrma_tagged_ops;
-	path->ep_fid.atomic = &nrma_atomic_ops;
+	path->ep_fid.atomic = &nrma_ep_atomic_ops;
 	path->ep_fid.collective = &nrma_no_collective_ops;
 }
 

@@ -31,7 +31,7 @@ static int nrma_mr_close(struct fid *fid)
 	 */
 	if (nrma_keytab_remove(mr->domain->keytab, mr->mr_fid.key) &&
 	    (mr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
-		nrma_rkey_table_changed(mr->domain);
+		nrma_domain_keys_changed(mr->domain);
 	ret = nrma_verbs_mr_dereg(mr->verbs);
 	if (ret)
 		return ret;
@@ -106,7 +106,7 @@ static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return ret;
 	if (nrma_keytab_set_cell(mr->domain->keytab, mr->mr_fid.key,
 				 nrma_remote_cntrs_rkey(&mr->remote)))
-		nrma_rkey_table_changed(mr->domain);
+		nrma_domain_keys_changed(mr->domain);
 	NRMA_DBG(FI_LOG_MR, "key 0x%" PRIx64 " counts remote %s%s%s\n",
 		 mr->mr_fid.key, flags & FI_REMOTE_WRITE ? "writes" : "",
 		 flags == (FI_REMOTE_WRITE | FI_REMOTE_READ) ? " and " : "",

@@ -2,6 +2,39 @@
 /* fi_msg: untagged sends and receives (nrma_send.c, nrma_recv.c). */
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_progress.h"
+#include "nrma_xfer.h"
+
+/* An endpoint's receives go to its context, shared or its own. */
+static ssize_t msg_recv_ep(struct nrma_ep *ep, const struct nrma_recv_args *a)
+{
+	ssize_t ret;
+
+	pthread_mutex_lock(ep->lock);
+	ret = ep->enabled ? nrma_progress_rx_ctx_recv(ep->xfer->rx, a) :
+			    -FI_EOPBADSTATE;
+	pthread_mutex_unlock(ep->lock);
+	return ret;
+}
+
+ssize_t nrma_msg_submit(struct fid_ep *ep_fid, const struct nrma_send_args *a)
+{
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
+
+	return NRMA_EP_POST(ep, nrma_send(ep, a));
+}
+
+ssize_t nrma_msg_submit_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    struct nrma_send_args a)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	a.iov = &iov;
+	a.count = 1;
+	if (a.silent)
+		a.flags = nrma_inject_flags(ep_fid, a.flags);
+	return nrma_msg_submit(ep_fid, &a);
+}
 
 /*
  * fi_recv and friends reach an endpoint, a shared receive context
@@ -15,7 +48,7 @@ ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
 	case FI_CLASS_SRX_CTX:
 		return nrma_srx_recv(ep_fid, a);
 	default:
-		return nrma_recv(nrma_ep_of(ep_fid), a);
+		return msg_recv_ep(nrma_ep_of(ep_fid), a);
 	}
 }
 
@@ -77,7 +110,7 @@ static ssize_t nrma_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 		.context = msg->context,
 	};
 
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_msg_submit(ep_fid, &a);
 }
 
 static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -94,7 +127,7 @@ static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 
 	(void) desc; /* sends register what receivers read */
 
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_msg_submit(ep_fid, &a);
 }
 
 static ssize_t nrma_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -112,17 +145,17 @@ static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 	uint64_t flags = nrma_path_of(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA;
 
 	(void) desc; /* sends register what receivers read */
-	return nrma_send_buf(ep_fid, buf, len,
-			     (struct nrma_send_args){ .dest = dest,
-						      .data = data,
-						      .context = context,
-						      .flags = flags });
+	return nrma_msg_submit_buf(ep_fid, buf, len,
+				   (struct nrma_send_args){ .dest = dest,
+							    .data = data,
+							    .context = context,
+							    .flags = flags });
 }
 
 static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 				   size_t len, uint64_t data, fi_addr_t dest)
 {
-	return nrma_send_buf(
+	return nrma_msg_submit_buf(
 		ep_fid, buf, len,
 		(struct nrma_send_args){ .dest = dest,
 					 .data = data,
@@ -133,10 +166,10 @@ static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
 			       size_t len, fi_addr_t dest)
 {
-	return nrma_send_buf(ep_fid, buf, len,
-			     (struct nrma_send_args){ .dest = dest,
-						      .flags = FI_INJECT,
-						      .silent = true });
+	return nrma_msg_submit_buf(ep_fid, buf, len,
+				   (struct nrma_send_args){ .dest = dest,
+							    .flags = FI_INJECT,
+							    .silent = true });
 }
 
 struct fi_ops_msg nrma_msg_ops = {

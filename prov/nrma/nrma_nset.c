@@ -55,7 +55,7 @@ static void nset_region_disarm(struct nrma_domain *domain,
 			       struct nset_region *r)
 {
 	if (nrma_keytab_remove(domain->keytab, r->key))
-		nrma_rkey_table_changed(domain);
+		nrma_domain_keys_changed(domain);
 	nrma_verbs_mr_dereg(r->mr);
 }
 

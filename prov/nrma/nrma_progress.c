@@ -1,26 +1,28 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Progress.  Data progress is manual: reading a CQ or counter progresses
- * the endpoints bound to it (their endpoint set), and an endpoint's
- * progress reaps its device completions, hands each to the side of the
- * protocol it belongs to, retries what a full queue held back, and reaps
- * connection events.  Control progress is automatic as well: a thread per
- * domain sleeps on its endpoints' connection channels and handles their
- * events as they come, so that a peer is accepted while the application
- * makes no call (a target of notified RMA only reads its counters).
- * Connection management reports back through the callbacks at the end of
- * this file.
+ * Data progress, which is manual: reading a CQ or counter progresses the
+ * endpoints bound to it (their endpoint set), and an endpoint's progress
+ * reaps its device completions, hands each to the side of the protocol it
+ * belongs to, retries what a full queue held back, and frees the
+ * connections they released.  Control progress, automatic, is the
+ * thread of nrma_cm_thread.c.  Connection management reports back
+ * through the callbacks at the end of this file.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "nrma_batch.h"
 #include "nrma_comp.h"
+#include "nrma_credit.h"
+#include "nrma_progress.h"
+#include "nrma_recv.h"
+#include "nrma_rkey.h"
+#include "nrma_rma.h"
+#include "nrma_send.h"
+#include "nrma_trigger.h"
 #include "nrma_xfer.h"
 
 #define NRMA_POLL_BATCH 16
@@ -246,7 +248,7 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		nrma_rkey_read_done(ep, op);
 		break;
 	case NRMA_OP_NOTIFY:
-		nrma_batch_notified(ep, op);
+		nrma_rma_notified(ep, op);
 		break;
 	}
 }
@@ -300,7 +302,9 @@ static void progress_retry(struct nrma_ep *ep)
 		nrma_acks_retry(ep);
 		nrma_batch_retry(ep);
 		nrma_send_connecting(ep);
-		nrma_credit_progress(ep);
+		nrma_credit_refill(ep);
+		nrma_send_resume_blocked(ep);
+		nrma_credit_tell_owed(ep);
 	}
 	if (x->sends)
 		nrma_send_check_peers(ep);
@@ -328,7 +332,7 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 			     nrma_params.stall_ms + NRMA_CLOCK_TICK_MS);
 }
 
-/* A disabled endpoint's device completes nothing more (nrma_ep_disable). */
+/* A disabled endpoint's device completes nothing more (nrma_progress_disable). */
 int nrma_progress_poll(struct nrma_ep *ep)
 {
 	struct nrma_wc wc[NRMA_POLL_BATCH];
@@ -349,6 +353,15 @@ int nrma_progress_poll(struct nrma_ep *ep)
 		progress_watch_stalls(ep);
 	progress_retry(ep);
 	return n > 0 ? n : 0;
+}
+
+ssize_t nrma_progress_rx_ctx_recv(struct nrma_rx_ctx *rc,
+				  const struct nrma_recv_args *args)
+{
+	if (args->flags & FI_PEEK)
+		for (size_t i = 0; i < rc->count; i++)
+			nrma_progress_poll(rc->eps[i]);
+	return nrma_rx_ctx_recv(rc, args);
 }
 
 /*
@@ -387,7 +400,7 @@ static void progress_flush_ops(struct nrma_ep *ep)
  * fail, what the device held is flushed, what waited for either fails,
  * and posted receives are cancelled.  Peers see the connections close.
  */
-static void nrma_ep_disable(struct nrma_ep *ep, int err)
+void nrma_progress_disable(struct nrma_ep *ep, int err)
 {
 	NRMA_WARN(FI_LOG_EP_CTRL, "endpoint disabled: %s\n", fi_strerror(err));
 	nrma_cm_disable(ep->cm, -FI_ECANCELED);
@@ -475,394 +488,12 @@ void nrma_ep_settle(struct nrma_ep *ep)
 	pthread_mutex_unlock(ep->lock);
 }
 
-/* Control progress */
-
-#define NRMA_CM_THREAD_BATCH 16
-
-/*
- * What the thread watches: an endpoint's connections, or a passive
- * endpoint's listener (handled by fn).  key is its epoll ptr.
- */
-struct progress_watch {
-	void *key;
-	struct nrma_ep *ep;
-	void (*fn)(void *arg);
-};
-
-struct nrma_cm_thread {
-	pthread_t thread;
-	pthread_mutex_t lock; /* held while it handles what it watches */
-	int epoll_fd;
-	int stop_fd; /* in the epoll set with a NULL ptr */
-	/* The device's events, if any: in the epoll set with the thread's
-	 * ptr. */
-	struct nrma_verbs_domain *vdom;
-	nrma_async_report_fn report;
-	struct progress_watch *watches;
-	size_t count;
-	struct nrma_dlist running; /* in progress_threads while it runs */
-	pid_t pid;		   /* the process that started it */
-};
-
-/*
- * Threads still running when libfabric unloads the provider: an
- * application may exit with its domains open, and a thread left in code
- * that dlclose unmapped faults on its next connection event.
- */
-static struct nrma_dlist progress_threads = { &progress_threads,
-					      &progress_threads };
-static pthread_mutex_t progress_threads_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static struct progress_watch *progress_thread_watch_of(struct nrma_cm_thread *t,
-						       void *key)
-{
-	for (size_t i = 0; i < t->count; i++)
-		if (t->watches[i].key == key)
-			return &t->watches[i];
-	return NULL;
-}
-
-/* What was unwatched since epoll_wait returned is left alone. */
-static void progress_thread_handle(struct nrma_cm_thread *t, void *key)
-{
-	struct progress_watch *w;
-
-	pthread_mutex_lock(&t->lock);
-	w = progress_thread_watch_of(t, key);
-	if (w && w->ep) {
-		pthread_mutex_lock(w->ep->lock);
-		nrma_cm_progress(w->ep->cm);
-		pthread_mutex_unlock(w->ep->lock);
-	} else if (w) {
-		w->fn(key);
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-/* What a device event means for one endpoint on its device. */
-static void progress_device_event_ep(struct nrma_cm_thread *t,
-				     struct nrma_ep *ep,
-				     const struct nrma_verbs_event *ev)
-{
-	struct nrma_conn *conn;
-	int err = 0;
-
-	pthread_mutex_lock(ep->lock);
-	switch (ev->kind) {
-	case NRMA_VERBS_EVENT_QP:
-		conn = nrma_conn_by_qp(ep->cm, ev->qp_num);
-		if (conn) {
-			nrma_conn_fail(conn, -FI_EIO);
-			err = FI_EIO;
-		}
-		break;
-	case NRMA_VERBS_EVENT_EP:
-		/* Its completion or receive queue broke. */
-		if (ep->verbs == ev->vep)
-			err = FI_EOVERRUN;
-		break;
-	case NRMA_VERBS_EVENT_DEVICE:
-		err = FI_EIO;
-		break;
-	case NRMA_VERBS_EVENT_OTHER:
-		break;
-	}
-	if (err && ev->kind != NRMA_VERBS_EVENT_QP) {
-		if (ep->critical)
-			err = 0; /* it was told */
-		else
-			nrma_ep_disable(ep, err);
-	}
-	pthread_mutex_unlock(ep->lock);
-	if (err)
-		t->report(ep, err, ev->type);
-}
-
-/*
- * The device context is shared by every domain on the device, whose
- * threads all watch its events: the one that reads an event hands it to
- * the endpoints of all of them.
- */
-static void progress_device_event(struct nrma_cm_thread *reader,
-				  const struct nrma_verbs_event *ev)
-{
-	struct nrma_dlist *item;
-	pid_t self = getpid();
-
-	NRMA_INFO(FI_LOG_DOMAIN, "device event: %s\n",
-		  nrma_verbs_event_str(ev->type));
-	pthread_mutex_lock(&progress_threads_lock);
-	nrma_dlist_foreach (&progress_threads, item) {
-		struct nrma_cm_thread *t =
-			nrma_container_of(item, struct nrma_cm_thread, running);
-
-		if (t->pid != self || !t->vdom ||
-		    !nrma_verbs_domain_same_device(t->vdom, reader->vdom))
-			continue;
-		pthread_mutex_lock(&t->lock);
-		for (size_t i = 0; i < t->count; i++)
-			if (t->watches[i].ep)
-				progress_device_event_ep(t, t->watches[i].ep,
-							 ev);
-		pthread_mutex_unlock(&t->lock);
-	}
-	pthread_mutex_unlock(&progress_threads_lock);
-}
-
-static void progress_device_events(struct nrma_cm_thread *t)
-{
-	struct nrma_verbs_event ev;
-
-	while (!nrma_verbs_domain_event(t->vdom, &ev))
-		progress_device_event(t, &ev);
-}
-
-static void *progress_thread_main(void *arg)
-{
-	struct nrma_cm_thread *t = arg;
-	struct epoll_event ev[NRMA_CM_THREAD_BATCH];
-
-	for (;;) {
-		int n = epoll_wait(t->epoll_fd, ev, NRMA_CM_THREAD_BATCH, -1);
-
-		if (n < 0 && errno != EINTR) {
-			NRMA_WARN(FI_LOG_EP_CTRL,
-				  "control progress stops: %s\n",
-				  strerror(errno));
-			return NULL;
-		}
-		for (int i = 0; i < n; i++) {
-			if (!ev[i].data.ptr)
-				return NULL;
-			if (ev[i].data.ptr == t)
-				progress_device_events(t);
-			else
-				progress_thread_handle(t, ev[i].data.ptr);
-		}
-	}
-}
-
-static int progress_epoll_add(int epoll_fd, int fd, void *ptr)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ptr };
-
-	return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
-}
-
-/* The application's signals are for its own threads. */
-static int progress_thread_start(struct nrma_cm_thread *t)
-{
-	sigset_t all, old;
-	int ret;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(&t->thread, NULL, progress_thread_main, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
-		return ret;
-	t->pid = getpid();
-	pthread_mutex_lock(&progress_threads_lock);
-	nrma_dlist_insert_tail(&t->running, &progress_threads);
-	pthread_mutex_unlock(&progress_threads_lock);
-	return 0;
-}
-
-/*
- * A forked child inherits the list but not the threads, and shares their
- * stop eventfds with its parent: it leaves its parent's threads alone.
- */
-static void progress_thread_stop(struct nrma_cm_thread *t)
-{
-	uint64_t one = 1;
-	bool running;
-
-	pthread_mutex_lock(&progress_threads_lock);
-	running = !nrma_dlist_empty(&t->running) && t->pid == getpid();
-	if (running)
-		nrma_dlist_remove(&t->running);
-	pthread_mutex_unlock(&progress_threads_lock);
-	if (!running)
-		return;
-	if (write(t->stop_fd, &one, sizeof(one)) != sizeof(one))
-		NRMA_WARN(FI_LOG_DOMAIN, "cannot stop control progress: %s\n",
-			  strerror(errno));
-	else
-		pthread_join(t->thread, NULL);
-}
-
-static void progress_thread_free(struct nrma_cm_thread *t)
-{
-	if (t->stop_fd >= 0)
-		close(t->stop_fd);
-	if (t->epoll_fd >= 0)
-		close(t->epoll_fd);
-	pthread_mutex_destroy(&t->lock);
-	free(t->watches);
-	free(t);
-}
-
-static int progress_thread_fds(struct nrma_cm_thread *t)
-{
-	int event_fd;
-
-	t->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	t->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (t->epoll_fd < 0 || t->stop_fd < 0)
-		return -errno;
-	if (progress_epoll_add(t->epoll_fd, t->stop_fd, NULL))
-		return -errno;
-	if (!t->vdom)
-		return 0;
-	event_fd = nrma_verbs_domain_event_fd(t->vdom);
-	if (event_fd < 0)
-		return event_fd;
-	return progress_epoll_add(t->epoll_fd, event_fd, t);
-}
-
-int nrma_cm_thread_open(struct nrma_verbs_domain *vdom,
-			nrma_async_report_fn report,
-			struct nrma_cm_thread **thread)
-{
-	struct nrma_cm_thread *t = calloc(1, sizeof(*t));
-	int ret;
-
-	if (!t)
-		return -FI_ENOMEM;
-	pthread_mutex_init(&t->lock, NULL);
-	nrma_dlist_init(&t->running);
-	t->vdom = vdom;
-	t->report = report;
-	ret = progress_thread_fds(t);
-	if (!ret)
-		ret = progress_thread_start(t);
-	if (ret) {
-		NRMA_WARN(FI_LOG_DOMAIN, "no control progress thread: %s\n",
-			  fi_strerror(-ret));
-		progress_thread_free(t);
-		return ret;
-	}
-	*thread = t;
-	return 0;
-}
-
-void nrma_cm_thread_close(struct nrma_cm_thread *t)
-{
-	progress_thread_stop(t);
-	progress_thread_free(t);
-}
-
-static struct nrma_cm_thread *progress_thread_next_own(void)
-{
-	struct nrma_cm_thread *own = NULL;
-	struct nrma_dlist *item;
-	pid_t self = getpid();
-
-	pthread_mutex_lock(&progress_threads_lock);
-	nrma_dlist_foreach (&progress_threads, item) {
-		struct nrma_cm_thread *t =
-			nrma_container_of(item, struct nrma_cm_thread, running);
-
-		if (t->pid == self) {
-			own = t;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&progress_threads_lock);
-	return own;
-}
-
-/* Called as libfabric unloads the provider, with domains still open. */
-void nrma_cm_threads_stop(void)
-{
-	struct nrma_cm_thread *t;
-
-	while ((t = progress_thread_next_own()))
-		progress_thread_stop(t);
-}
-
-static int progress_thread_add(struct nrma_cm_thread *t, int fd,
-			       struct progress_watch w)
-{
-	struct progress_watch *watches;
-	int ret;
-
-	pthread_mutex_lock(&t->lock);
-	watches = realloc(t->watches, (t->count + 1) * sizeof(*watches));
-	if (!watches) {
-		ret = -FI_ENOMEM;
-		goto out;
-	}
-	t->watches = watches;
-	ret = progress_epoll_add(t->epoll_fd, fd, w.key);
-	if (!ret)
-		t->watches[t->count++] = w;
-out:
-	pthread_mutex_unlock(&t->lock);
-	return ret;
-}
-
-/* Once it returns, the thread is done with key. */
-static void progress_thread_del(struct nrma_cm_thread *t, int fd, void *key)
-{
-	struct progress_watch *w;
-
-	pthread_mutex_lock(&t->lock);
-	w = progress_thread_watch_of(t, key);
-	if (w) {
-		epoll_ctl(t->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-		*w = t->watches[--t->count];
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-int nrma_cm_thread_watch(struct nrma_cm_thread *t, struct nrma_ep *ep)
-{
-	return progress_thread_add(
-		t, nrma_cm_fd(ep->cm),
-		(struct progress_watch){ .key = ep, .ep = ep });
-}
-
-void nrma_cm_thread_unwatch(struct nrma_cm_thread *t, struct nrma_ep *ep)
-{
-	progress_thread_del(t, nrma_cm_fd(ep->cm), ep);
-}
-
-int nrma_cm_thread_watch_fn(struct nrma_cm_thread *t, int fd,
-			    void (*fn)(void *arg), void *arg)
-{
-	return progress_thread_add(
-		t, fd, (struct progress_watch){ .key = arg, .fn = fn });
-}
-
-void nrma_cm_thread_each_ep(struct nrma_cm_thread *t,
-			    void (*fn)(struct nrma_ep *ep, void *arg),
-			    void *arg)
-{
-	pthread_mutex_lock(&t->lock);
-	for (size_t i = 0; i < t->count; i++) {
-		struct nrma_ep *ep = t->watches[i].ep;
-
-		if (!ep)
-			continue;
-		pthread_mutex_lock(ep->lock);
-		fn(ep, arg);
-		pthread_mutex_unlock(ep->lock);
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-void nrma_cm_thread_unwatch_fn(struct nrma_cm_thread *t, int fd, void *arg)
-{
-	progress_thread_del(t, fd, arg);
-}
-
 /* What connection management reports */
 
 static void progress_conn_failed(void *arg, struct nrma_conn *conn)
 {
 	nrma_send_conn_failed(arg, conn);
-	nrma_batch_conn_failed(arg, conn);
+	nrma_rma_conn_failed(arg, conn);
 }
 
 void nrma_progress_drain(void *arg)

@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "nrma_comp.h"
+#include "nrma_credit.h"
 #include "nrma_iov.h"
+#include "nrma_recv.h"
+#include "nrma_send.h"
 #include "nrma_xfer.h"
 
 /* Completions of receives */
@@ -96,40 +99,9 @@ static void recv_rx_done(struct nrma_ep *ep, struct nrma_rx_entry *rx)
 
 /* Receive buffers */
 
-static int recv_srq_post(struct nrma_ep *ep, uint32_t buf)
-{
-	struct nrma_xfer *x = ep->xfer;
-	struct nrma_sge sge = {
-		.addr = (uintptr_t) nrma_rx_buf(x, buf),
-		.len = x->buf_size,
-		.lkey = nrma_rx_lkey(x, buf),
-	};
-	int ret;
-
-	ret = nrma_verbs_post_srq_recv(ep->verbs, NRMA_WR_RECV | buf, &sge);
-	if (ret) {
-		nrma_chunkpool_put(&x->rx_bufs, buf);
-		return ret;
-	}
-	x->srq_posted++;
-	return 0;
-}
-
-/* Keeps the shared receive queue full while free buffers last. */
-void nrma_srq_fill(struct nrma_ep *ep)
-{
-	struct nrma_xfer *x = ep->xfer;
-
-	while (x->srq_posted < x->srq_target) {
-		int64_t buf = nrma_chunkpool_get(&x->rx_bufs);
-
-		if (buf < 0 || recv_srq_post(ep, buf))
-			return;
-	}
-}
-
-/* ...and what it posts, the peers that want credits get. */
-void nrma_srq_refill(struct nrma_ep *ep)
+/* The queue is filled again, and what it posts, the peers that want
+ * credits get. */
+static void recv_srq_refill(struct nrma_ep *ep)
 {
 	nrma_srq_fill(ep);
 	nrma_credit_refill(ep);
@@ -140,7 +112,7 @@ void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf)
 {
 	nrma_credit_released(ep, buf);
 	nrma_chunkpool_put(&ep->xfer->rx_bufs, buf);
-	nrma_srq_refill(ep);
+	recv_srq_refill(ep);
 }
 
 static const struct nrma_hdr *recv_hdr(struct nrma_ep *ep, uint32_t buf)
@@ -540,7 +512,7 @@ static void recv_hold(struct nrma_ep *ep, struct nrma_rx_ctx *rc,
 		.owner = ep,
 	};
 	nrma_match_hold(&rc->match, unexp, hdr->flags & NRMA_HDR_TAGGED);
-	nrma_srq_refill(ep);
+	recv_srq_refill(ep);
 }
 
 /*
@@ -774,9 +746,6 @@ static ssize_t recv_peek(struct nrma_rx_ctx *rc, const struct nrma_recv_args *a)
 	struct nrma_rx_entry probe = { 0 };
 	struct nrma_unexp *unexp;
 
-	/* Look at what has arrived by now. */
-	for (size_t i = 0; i < rc->count; i++)
-		nrma_progress_poll(rc->eps[i]);
 	recv_entry_init(rc, &probe, a);
 	unexp = nrma_match_unexp(&rc->match, &probe);
 	if (!unexp) {
@@ -833,17 +802,6 @@ ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc, const struct nrma_recv_args *a)
 	if (a->flags & FI_CLAIM)
 		return recv_claimed(rc, a);
 	return recv_post(rc, a);
-}
-
-/* An endpoint's receives go to its context, shared or its own. */
-ssize_t nrma_recv(struct nrma_ep *ep, const struct nrma_recv_args *a)
-{
-	ssize_t ret;
-
-	pthread_mutex_lock(ep->lock);
-	ret = ep->enabled ? nrma_rx_ctx_recv(ep->xfer->rx, a) : -FI_EOPBADSTATE;
-	pthread_mutex_unlock(ep->lock);
-	return ret;
 }
 
 /* rx, taken off its queue, ends with FI_ECANCELED. */

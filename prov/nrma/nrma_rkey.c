@@ -3,9 +3,11 @@
  * Peers' MR keys.  A key names a slot of the peer domain's key table
  * (nrma_keytab.c) and carries the secret the slot is sealed with; the
  * first operation with a key on a connection reads that slot with RDMA
- * read and waits for it (or, after a while, returns -FI_EAGAIN, as the
- * first operation to a peer does while it connects), unseals it, and what
- * it says serves every later operation on the connection, until the peer
+ * read and returns -FI_EINPROGRESS: it waits for nothing here, its
+ * transmit call tries it again once progress unsealed the slot (or says
+ * -FI_EAGAIN after a while, as the first operation to a peer does while
+ * it connects).  What the slot says serves the retry and every later
+ * operation on the connection, until the peer
  * says its table changed.  It says so when a slot is removed or changed
  * (fi_close of a registration, a grown notification set), with a
  * fetch-and-add to the third word of the connection's credit cell, and
@@ -24,12 +26,8 @@
 #include <string.h>
 
 #include "nrma_notify.h"
+#include "nrma_rkey.h"
 #include "nrma_xfer.h"
-
-/* How long an operation waits for its key's slot before -FI_EAGAIN. */
-#define NRMA_RKEY_WAIT_MS 100
-/* How long a closing region waits for peers to hear that it goes. */
-#define NRMA_RKEY_TELL_MS 1000
 
 enum nrma_rkey_state {
 	NRMA_RKEY_UNKNOWN, /* to be read */
@@ -85,23 +83,6 @@ static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
 		nrma_op_free(x, op);
 	else
 		rk->state = NRMA_RKEY_READING;
-}
-
-/*
- * Progresses the endpoint while rk's slot is on its way, for a while:
- * applications that never see -FI_EAGAIN from a connected peer's RMA
- * keep not seeing it.  The connection cannot go meanwhile: we hold it.
- */
-static void rkey_wait(struct nrma_ep *ep, struct nrma_conn *conn,
-		      const struct nrma_rkey *rk)
-{
-	int64_t until = nrma_now_ms() + NRMA_RKEY_WAIT_MS;
-
-	conn->refs++;
-	while (rk->state == NRMA_RKEY_READING &&
-	       conn->state == NRMA_CONN_CONNECTED && nrma_now_ms() < until)
-		nrma_progress_poll(ep);
-	conn->refs--;
 }
 
 /* Keys are kept by slot: the last one each slot was asked for. */
@@ -161,11 +142,10 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		rk->state = NRMA_RKEY_UNKNOWN;
 		rkey_read(ep, conn, rk);
 	}
-	if (rk->state == NRMA_RKEY_READING)
-		rkey_wait(ep, conn, rk);
 	/* Still on its way, or no longer what we asked for. */
 	if (rk->state == NRMA_RKEY_READING || rkey_stale(rk, conn, key))
-		return -FI_EAGAIN;
+		return rk->state == NRMA_RKEY_READING ? -FI_EINPROGRESS :
+							-FI_EAGAIN;
 	if (rk->state == NRMA_RKEY_ABSENT) {
 		rk->state = NRMA_RKEY_UNKNOWN; /* the next use asks again */
 		return -FI_EACCES;
@@ -217,48 +197,56 @@ void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_op_free(ep->xfer, op);
 }
 
-/* Our side of nrma_rkey_table_changed, on one endpoint. */
-struct rkey_telling {
-	uint64_t changes; /* what the peers must have heard of */
-	size_t untold;	  /* connections that have not yet */
-};
+/* Notification atomics, at the words peers' keys name */
 
-static void rkey_tell_ep(struct nrma_ep *ep, void *arg)
+/*
+ * Bumps a notification word at the peer.  It follows its data operation
+ * on the same queue pair: RC executes a write or an atomic before it,
+ * but a read, whose responses may still be leaving the target, only once
+ * fenced.
+ */
+static struct nrma_wr rkey_notify_wr(uint32_t rkey, uint64_t raddr,
+				     const struct nrma_sge *scratch, bool fence)
 {
-	struct rkey_telling *t = arg;
-	struct nrma_dlist *head, *item;
+	return (struct nrma_wr){
+		.op = NRMA_WR_FETCH_ADD,
+		.sge = scratch,
+		.sge_count = 1,
+		.raddr = raddr,
+		.rkey = rkey,
+		.add = 1,
+		.fence = fence || nrma_params.notify_fence_always,
+	};
+}
 
-	nrma_progress_poll(ep);
-	head = nrma_cm_conns(ep->cm);
-	nrma_dlist_foreach (head, item) {
-		struct nrma_conn *conn =
-			nrma_container_of(item, struct nrma_conn, link);
+struct nrma_wr nrma_rkey_notify_set_wr(const struct fi_nrma_notify *notify,
+				       const struct nrma_remote *set,
+				       const struct nrma_sge *scratch,
+				       bool fence)
+{
+	struct nrma_wr wr =
+		rkey_notify_wr(set->rkey, set->addr, scratch, fence);
 
-		if (!nrma_credit_keys_told(ep, conn, t->changes))
-			t->untold++;
-	}
+	wr.add = nrma_notify_set_add(notify);
+	return wr;
 }
 
 /*
- * A peer whose connection is not up yet hears of it as it comes up; one
- * that has read a slot by then (its side came up first) is the only one
- * that may still post a key closed since.
+ * The notifications an operation owes the peer: one for the peer
+ * endpoint's cell, one for its region's (cell_rkey); read picks their
+ * word.
  */
-void nrma_rkey_table_changed(struct nrma_domain *domain)
+size_t nrma_rkey_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
+			    bool read, bool fence,
+			    const struct nrma_sge *scratch, struct nrma_wr *wr)
 {
-	struct rkey_telling t = {
-		.changes = atomic_fetch_add(&domain->keys_changed, 1) + 1,
-	};
-	int64_t until = nrma_now_ms() + NRMA_RKEY_TELL_MS;
+	uint64_t raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR;
+	size_t n = 0;
 
-	do {
-		t.untold = 0;
-		nrma_cm_thread_each_ep(domain->cm_thread, rkey_tell_ep, &t);
-	} while (t.untold && nrma_now_ms() < until);
-	if (t.untold)
-		NRMA_WARN(FI_LOG_MR,
-			  "%zu connections did not hear in %d ms that a key "
-			  "closed: their peers' operations with it fail at "
-			  "the device\n",
-			  t.untold, NRMA_RKEY_TELL_MS);
+	if (conn->notify_rkey)
+		wr[n++] = rkey_notify_wr(conn->notify_rkey, raddr, scratch,
+					 fence);
+	if (cell_rkey)
+		wr[n++] = rkey_notify_wr(cell_rkey, raddr, scratch, fence);
+	return n;
 }

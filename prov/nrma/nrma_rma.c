@@ -11,25 +11,14 @@
 #include <rdma/fi_ext_nrma.h>
 #include <rdma/fi_rma.h>
 
+#include "nrma_batch.h"
 #include "nrma_comp.h"
+#include "nrma_credit.h"
 #include "nrma_iov.h"
+#include "nrma_rkey.h"
+#include "nrma_rma.h"
+#include "nrma_trigger.h"
 #include "nrma_xfer.h"
-
-/* One RMA operation, from any of the fi_rma calls. */
-struct nrma_rma_args {
-	const struct iovec *iov;
-	void **desc;
-	size_t count;
-	fi_addr_t dest;
-	uint64_t addr; /* the one remote segment */
-	uint64_t len;
-	uint64_t key;
-	uint64_t data;
-	uint64_t flags; /* FI_READ or FI_WRITE, and op flags */
-	bool silent;	/* fi_inject_write(data): no completion */
-	void *context;
-	const struct fi_nrma_notify *notify; /* a set's counter to bump */
-};
 
 /* Whether a write's payload goes inline: no bounce copy, no key. */
 static bool rma_inline(const struct nrma_op *op, const struct nrma_rma_args *a)
@@ -88,64 +77,6 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 	return n;
 }
 
-/*
- * Bumps a notification word at the peer.  It follows its data operation
- * on the same queue pair: RC executes a write or an atomic before it,
- * but a read, whose responses may still be leaving the target, only once
- * fenced.
- */
-static struct nrma_wr rma_notify_wr(uint32_t rkey, uint64_t raddr,
-				    const struct nrma_sge *scratch, bool fence)
-{
-	return (struct nrma_wr){
-		.op = NRMA_WR_FETCH_ADD,
-		.sge = scratch,
-		.sge_count = 1,
-		.raddr = raddr,
-		.rkey = rkey,
-		.add = 1,
-		.fence = fence || nrma_params.notify_fence_always,
-	};
-}
-
-/* What a notified operation adds to its set's word. */
-static uint64_t rma_set_add(const struct fi_nrma_notify *notify)
-{
-	if (!notify)
-		return 0;
-	return notify->op == FI_NRMA_NOTIFY_ADD ? notify->value : 1;
-}
-
-struct nrma_wr nrma_notify_set_wr(const struct fi_nrma_notify *notify,
-				  const struct nrma_remote *set,
-				  const struct nrma_sge *scratch, bool fence)
-{
-	struct nrma_wr wr = rma_notify_wr(set->rkey, set->addr, scratch, fence);
-
-	wr.add = rma_set_add(notify);
-	return wr;
-}
-
-/*
- * The notifications an operation owes the peer: one for the peer
- * endpoint's cell, one for its region's (cell_rkey); read picks their
- * word.
- */
-size_t nrma_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
-		       bool read, bool fence, const struct nrma_sge *scratch,
-		       struct nrma_wr *wr)
-{
-	uint64_t raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR;
-	size_t n = 0;
-
-	if (conn->notify_rkey)
-		wr[n++] =
-			rma_notify_wr(conn->notify_rkey, raddr, scratch, fence);
-	if (cell_rkey)
-		wr[n++] = rma_notify_wr(cell_rkey, raddr, scratch, fence);
-	return n;
-}
-
 static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 		      const struct nrma_remote *remote,
 		      const struct nrma_remote *set, const struct nrma_sge *sge,
@@ -166,10 +97,11 @@ static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
 		.imm = (uint32_t) a->data,
 		.fence = a->flags & FI_FENCE,
 	};
-	n += nrma_notify_wrs(op->conn, remote->cell_rkey, read, read, scratch,
-			     wr + n);
+	n += nrma_rkey_notify_wrs(op->conn, remote->cell_rkey, read, read,
+				  scratch, wr + n);
 	if (a->notify)
-		wr[n++] = nrma_notify_set_wr(a->notify, set, scratch, read);
+		wr[n++] =
+			nrma_rkey_notify_set_wr(a->notify, set, scratch, read);
 	/* A zero-byte read returns only once the write before it is placed. */
 	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
 		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_READ,
@@ -258,7 +190,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	}
 	nrma_tx_started(x);
 	if (batched)
-		nrma_batch_add(ep, op, &target, rma_set_add(a->notify));
+		nrma_batch_add(ep, op, &target, nrma_notify_set_add(a->notify));
 	return 0;
 }
 
@@ -289,7 +221,7 @@ static ssize_t rma_hold(struct nrma_ep *ep, const struct nrma_rma_args *a,
 		io);
 }
 
-static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
+ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
 {
 	ssize_t len =
 		nrma_tx_len(ep, NRMA_XFER_RMA, a->iov, a->count, a->flags);
@@ -305,6 +237,20 @@ static ssize_t rma_submit(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len, false);
 }
 
+/*
+ * A write of one segment no larger than an inject (FI_OPT_INJECT_RMA_SIZE)
+ * or FI_OPT_MAX_RMA_SIZE needs no vector or size checks; of its flags,
+ * only those nrma_rma refuses or holds send it there.
+ */
+ssize_t nrma_rma_write_small(struct nrma_ep *ep, const struct nrma_rma_args *a)
+{
+	if (a->len > ep->inject_size[NRMA_XFER_RMA] ||
+	    a->len > ep->max_size[NRMA_XFER_RMA] ||
+	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)))
+		return nrma_rma(ep, a);
+	return nrma_tx_submit(ep, a->dest, rma_post, a, a->len, false);
+}
+
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	if (op->wc_pending || nrma_batch_holds(ep, op))
@@ -316,6 +262,27 @@ void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_op_report(ep, op);
 	nrma_tx_ended(ep->xfer);
 	nrma_op_free(ep->xfer, op);
+}
+
+void nrma_rma_notified(struct nrma_ep *ep, struct nrma_op *notify)
+{
+	struct nrma_op *op;
+
+	while ((op = nrma_batch_notified_next(notify)))
+		nrma_rma_finish(ep, op);
+	nrma_op_free(ep->xfer, notify);
+}
+
+/* Writes in a failed connection's batch end as they can. */
+void nrma_rma_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_dlist ended, *item;
+
+	nrma_dlist_init(&ended);
+	nrma_batch_conn_failed(conn, &ended);
+	while ((item = nrma_dlist_pop_front(&ended)))
+		nrma_rma_finish(ep,
+				nrma_container_of(item, struct nrma_op, link));
 }
 
 /*
@@ -345,208 +312,4 @@ void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 
 	if (reporter) /* else no context is open to report it */
 		nrma_comp_rx_event(reporter, &comp);
-}
-
-static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
-		       const struct fi_nrma_notify *notify, uint64_t flags)
-{
-	struct nrma_rma_args a = {
-		.iov = msg->msg_iov,
-		.desc = msg->desc,
-		.count = msg->iov_count,
-		.dest = msg->addr,
-		.data = msg->data,
-		.flags = flags,
-		.context = msg->context,
-		.notify = notify,
-	};
-
-	/* One remote segment per operation: rma_iov_limit is 1. */
-	if (msg->rma_iov_count != 1 || !msg->rma_iov)
-		return -FI_EINVAL;
-	a.addr = msg->rma_iov[0].addr;
-	a.len = msg->rma_iov[0].len;
-	a.key = msg->rma_iov[0].key;
-	return rma_submit(nrma_ep_of(ep_fid), &a);
-}
-
-static ssize_t nrma_rma_readmsg(struct fid_ep *ep_fid,
-				const struct fi_msg_rma *msg, uint64_t flags)
-{
-	return rma_msg(ep_fid, msg, NULL, (flags & ~FI_WRITE) | FI_READ);
-}
-
-static ssize_t nrma_rma_writemsg(struct fid_ep *ep_fid,
-				 const struct fi_msg_rma *msg, uint64_t flags)
-{
-	return rma_msg(ep_fid, msg, NULL, (flags & ~FI_READ) | FI_WRITE);
-}
-
-static ssize_t rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
-		       void **desc, size_t count, fi_addr_t peer, uint64_t addr,
-		       uint64_t key, uint64_t data, uint64_t flags,
-		       void *context)
-{
-	struct nrma_rma_args a = {
-		.iov = iov,
-		.desc = desc,
-		.count = count,
-		.dest = peer,
-		.addr = addr,
-		.key = key,
-		.data = data,
-		.context = context,
-		.flags = nrma_path_of(ep_fid)->tx_op_flags | flags,
-	};
-
-	for (size_t i = 0; iov && i < count; i++)
-		a.len += iov[i].iov_len;
-	return rma_submit(nrma_ep_of(ep_fid), &a);
-}
-
-static ssize_t nrma_rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
-			      void **desc, size_t count, fi_addr_t src,
-			      uint64_t addr, uint64_t key, void *context)
-{
-	return rma_iov(ep_fid, iov, desc, count, src, addr, key, 0, FI_READ,
-		       context);
-}
-
-static ssize_t nrma_rma_read(struct fid_ep *ep_fid, void *buf, size_t len,
-			     void *desc, fi_addr_t src, uint64_t addr,
-			     uint64_t key, void *context)
-{
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-
-	return nrma_rma_readv(ep_fid, &iov, &desc, 1, src, addr, key, context);
-}
-
-static ssize_t nrma_rma_writev(struct fid_ep *ep_fid, const struct iovec *iov,
-			       void **desc, size_t count, fi_addr_t dest,
-			       uint64_t addr, uint64_t key, void *context)
-{
-	return rma_iov(ep_fid, iov, desc, count, dest, addr, key, 0, FI_WRITE,
-		       context);
-}
-
-/*
- * A write of one segment no larger than an inject (FI_OPT_INJECT_RMA_SIZE)
- * or FI_OPT_MAX_RMA_SIZE needs no vector or size checks; of its flags,
- * only those rma_submit refuses or holds send it there.
- */
-static ssize_t rma_write_small(struct nrma_ep *ep,
-			       const struct nrma_rma_args *a)
-{
-	if (a->len > ep->inject_size[NRMA_XFER_RMA] ||
-	    a->len > ep->max_size[NRMA_XFER_RMA] ||
-	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)))
-		return rma_submit(ep, a);
-	return nrma_tx_submit(ep, a->dest, rma_post, a, a->len, false);
-}
-
-static ssize_t nrma_rma_write(struct fid_ep *ep_fid, const void *buf,
-			      size_t len, void *desc, fi_addr_t dest,
-			      uint64_t addr, uint64_t key, void *context)
-{
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_rma_args a = {
-		.iov = &iov,
-		.desc = &desc,
-		.count = 1,
-		.dest = dest,
-		.addr = addr,
-		.len = len,
-		.key = key,
-		.context = context,
-		.flags = nrma_path_of(ep_fid)->tx_op_flags | FI_WRITE,
-	};
-
-	return rma_write_small(nrma_ep_of(ep_fid), &a);
-}
-
-static ssize_t nrma_rma_writedata(struct fid_ep *ep_fid, const void *buf,
-				  size_t len, void *desc, uint64_t data,
-				  fi_addr_t dest, uint64_t addr, uint64_t key,
-				  void *context)
-{
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-
-	return rma_iov(ep_fid, &iov, &desc, 1, dest, addr, key, data,
-		       FI_WRITE | FI_REMOTE_CQ_DATA, context);
-}
-
-/* Injected writes complete at once for the caller: no CQ entry. */
-static ssize_t nrma_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
-				   size_t len, uint64_t data, fi_addr_t dest,
-				   uint64_t addr, uint64_t key)
-{
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_rma_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.addr = addr,
-		.len = len,
-		.key = key,
-		.data = data,
-		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT |
-							   FI_REMOTE_CQ_DATA),
-		.silent = true,
-	};
-
-	return rma_submit(nrma_ep_of(ep_fid), &a);
-}
-
-static ssize_t nrma_rma_inject(struct fid_ep *ep_fid, const void *buf,
-			       size_t len, fi_addr_t dest, uint64_t addr,
-			       uint64_t key)
-{
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_rma_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.addr = addr,
-		.len = len,
-		.key = key,
-		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT),
-		.silent = true,
-	};
-
-	return rma_write_small(nrma_ep_of(ep_fid), &a);
-}
-
-struct fi_ops_rma nrma_rma_ops = {
-	.size = sizeof(struct fi_ops_rma),
-	.read = nrma_rma_read,
-	.readv = nrma_rma_readv,
-	.readmsg = nrma_rma_readmsg,
-	.write = nrma_rma_write,
-	.writev = nrma_rma_writev,
-	.writemsg = nrma_rma_writemsg,
-	.inject = nrma_rma_inject,
-	.writedata = nrma_rma_writedata,
-	.injectdata = nrma_rma_injectdata,
-};
-
-/* Notified operations (fi_ext_nrma.h): fi_readmsg or fi_writemsg, then +1
- * on a counter of a notification set at the peer. */
-ssize_t nrma_rma_readmsg_notify(struct fid_ep *ep_fid,
-				const struct fi_msg_rma *msg,
-				const struct fi_nrma_notify *notify,
-				uint64_t flags)
-{
-	if (nrma_notify_check(notify))
-		return -FI_EINVAL;
-	return rma_msg(ep_fid, msg, notify, (flags & ~FI_WRITE) | FI_READ);
-}
-
-ssize_t nrma_rma_writemsg_notify(struct fid_ep *ep_fid,
-				 const struct fi_msg_rma *msg,
-				 const struct fi_nrma_notify *notify,
-				 uint64_t flags)
-{
-	if (nrma_notify_check(notify))
-		return -FI_EINVAL;
-	return rma_msg(ep_fid, msg, notify, (flags & ~FI_READ) | FI_WRITE);
 }

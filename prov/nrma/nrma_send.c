@@ -4,9 +4,11 @@
  * copies, rendezvous requests, and the ACKs that complete them.
  */
 #include <string.h>
-#include <time.h>
 
+#include "nrma_credit.h"
 #include "nrma_iov.h"
+#include "nrma_send.h"
+#include "nrma_trigger.h"
 #include "nrma_xfer.h"
 
 static size_t send_fill_eager(struct nrma_op *op, struct nrma_hdr *hdr,
@@ -191,18 +193,6 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
 }
 
-ssize_t nrma_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
-		      struct nrma_send_args a)
-{
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-
-	a.iov = &iov;
-	a.count = 1;
-	if (a.silent)
-		a.flags = nrma_inject_flags(ep_fid, a.flags);
-	return nrma_send(nrma_ep_of(ep_fid), &a);
-}
-
 void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	if (op->wc_pending || op->ack_pending)
@@ -231,14 +221,6 @@ void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 	if (failed && !op->error)
 		op->error = FI_EIO; /* the receiver could not take it */
 	nrma_send_finish(ep, op);
-}
-
-int64_t nrma_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -273,7 +255,7 @@ static void send_fail(struct nrma_ep *ep, struct nrma_op *op, int error)
 }
 
 /* Sends that waited for credits go, in order, while credits last. */
-void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
+static void send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_op *op;
 
@@ -291,6 +273,19 @@ void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
 		}
 		if (ret)
 			send_fail(ep, op, -ret);
+	}
+}
+
+void nrma_send_resume_blocked(struct nrma_ep *ep)
+{
+	struct nrma_dlist *head = &ep->xfer->blocked_conns, *item = head->next;
+
+	while (item != head) {
+		struct nrma_conn *conn =
+			nrma_container_of(item, struct nrma_conn, blocked_link);
+
+		item = item->next;
+		send_resume(ep, conn);
 	}
 }
 
@@ -319,7 +314,7 @@ void nrma_send_connecting(struct nrma_ep *ep)
 		op->conn = conn;
 		conn->refs++;
 		nrma_credit_queue_send(ep, op, false);
-		nrma_send_resume(ep, conn);
+		send_resume(ep, conn);
 	}
 }
 

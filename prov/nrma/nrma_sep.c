@@ -21,6 +21,8 @@
 
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_progress.h"
+#include "nrma_recv.h"
 #include "nrma_xfer.h"
 
 /* A receive context: a view of the core, with a receive context. */
@@ -408,7 +410,7 @@ ssize_t nrma_rxc_recv(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
 
 	pthread_mutex_lock(rxc->view.lock);
 	ret = rxc->view.enabled && !rxc->sep->core->critical ?
-		      nrma_rx_ctx_recv(&rxc->rc, a) :
+		      nrma_progress_rx_ctx_recv(&rxc->rc, a) :
 		      -FI_EOPBADSTATE;
 	pthread_mutex_unlock(rxc->view.lock);
 	return ret;

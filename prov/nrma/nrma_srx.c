@@ -16,6 +16,8 @@
 
 #include "nrma.h"
 #include "nrma_enosys.h"
+#include "nrma_progress.h"
+#include "nrma_recv.h"
 #include "nrma_xfer.h"
 
 struct nrma_srx {
@@ -50,7 +52,7 @@ ssize_t nrma_srx_recv(struct fid_ep *srx_fid, const struct nrma_recv_args *a)
 	ssize_t ret;
 
 	pthread_mutex_lock(&srx->domain->ctx_lock);
-	ret = nrma_rx_ctx_recv(&srx->rc, a);
+	ret = nrma_progress_rx_ctx_recv(&srx->rc, a);
 	pthread_mutex_unlock(&srx->domain->ctx_lock);
 	return ret;
 }

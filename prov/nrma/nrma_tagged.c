@@ -65,7 +65,7 @@ static ssize_t nrma_tagged_sendmsg(struct fid_ep *ep_fid,
 		.context = msg->context,
 	};
 
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_msg_submit(ep_fid, &a);
 }
 
 static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -83,7 +83,7 @@ static ssize_t nrma_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 
 	(void) desc; /* sends register what receivers read */
 
-	return nrma_send(nrma_ep_of(ep_fid), &a);
+	return nrma_msg_submit(ep_fid, &a);
 }
 
 static ssize_t nrma_tagged_send(struct fid_ep *ep_fid, const void *buf,
@@ -103,19 +103,19 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 			 FI_REMOTE_CQ_DATA;
 
 	(void) desc; /* sends register what receivers read */
-	return nrma_send_buf(ep_fid, buf, len,
-			     (struct nrma_send_args){ .dest = dest,
-						      .data = data,
-						      .tag = tag,
-						      .context = context,
-						      .flags = flags });
+	return nrma_msg_submit_buf(ep_fid, buf, len,
+				   (struct nrma_send_args){ .dest = dest,
+							    .data = data,
+							    .tag = tag,
+							    .context = context,
+							    .flags = flags });
 }
 
 static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 				      size_t len, uint64_t data, fi_addr_t dest,
 				      uint64_t tag)
 {
-	return nrma_send_buf(
+	return nrma_msg_submit_buf(
 		ep_fid, buf, len,
 		(struct nrma_send_args){ .dest = dest,
 					 .data = data,
@@ -128,7 +128,7 @@ static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
 				  size_t len, fi_addr_t dest, uint64_t tag)
 {
-	return nrma_send_buf(
+	return nrma_msg_submit_buf(
 		ep_fid, buf, len,
 		(struct nrma_send_args){ .dest = dest,
 					 .tag = tag,

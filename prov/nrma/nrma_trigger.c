@@ -13,6 +13,7 @@
 #include <rdma/fi_trigger.h>
 
 #include "nrma_comp.h"
+#include "nrma_trigger.h"
 #include "nrma_xfer.h"
 
 struct nrma_trigger {
@@ -142,14 +143,15 @@ static void trigger_report(struct nrma_ep *ep, const struct nrma_trigger *t,
 
 /*
  * Called without the endpoint's lock: a submission takes it.  One that
- * finds no room (-FI_EAGAIN) goes back first in line for the next call,
- * unless the endpoint broke meanwhile (nrma_trigger_cancel_all ran).
+ * finds no room (-FI_EAGAIN) or a key being read (-FI_EINPROGRESS) goes
+ * back first in line for the next call, unless the endpoint broke
+ * meanwhile (nrma_trigger_cancel_all ran).
  */
 void nrma_trigger_fire_ready(struct nrma_ep *ep)
 {
 	for (;;) {
 		struct nrma_trigger *t;
-		bool again = false;
+		bool again = false, waits;
 		ssize_t ret;
 
 		pthread_mutex_lock(ep->lock);
@@ -158,14 +160,14 @@ void nrma_trigger_fire_ready(struct nrma_ep *ep)
 		if (!t)
 			return;
 		ret = t->fire(ep, t->args, t->iov, t->desc, t->len);
+		waits = ret == -FI_EAGAIN || ret == -FI_EINPROGRESS;
 		pthread_mutex_lock(ep->lock);
-		if (ret == -FI_EAGAIN && ep->enabled) {
+		if (waits && ep->enabled) {
 			nrma_dlist_insert_head(&t->link, &ep->xfer->triggered);
 			again = true;
 		} else if (ret) {
 			trigger_report(ep, t,
-				       ret == -FI_EAGAIN ? FI_ECANCELED :
-							   (int) -ret);
+				       waits ? FI_ECANCELED : (int) -ret);
 		}
 		pthread_mutex_unlock(ep->lock);
 		if (again)
@@ -206,11 +208,11 @@ void nrma_trigger_cancel_all(struct nrma_ep *ep)
 			ep, nrma_container_of(item, struct nrma_trigger, link));
 }
 
-void nrma_trigger_drop(struct nrma_xfer *x)
+void nrma_trigger_drop(struct nrma_ep *ep)
 {
 	struct nrma_dlist *item;
 
-	while ((item = nrma_dlist_pop_front(&x->triggered)))
+	while ((item = nrma_dlist_pop_front(&ep->xfer->triggered)))
 		trigger_free(
 			nrma_container_of(item, struct nrma_trigger, link));
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nrma_comp.h"
 #include "nrma_iov.h"
@@ -355,8 +356,8 @@ void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx)
 
 /*
  * Posts an application's transmit with post() once the connection to
- * dest is up, or, if it may wait, while it is being made.  A full queue
- * progresses the endpoint and says -FI_EAGAIN.
+ * dest is up, or, if it may wait, while it is being made; -FI_EAGAIN
+ * when there is no room.
  */
 ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 		       const void *args, size_t len, bool may_wait)
@@ -368,13 +369,19 @@ ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 	ret = nrma_xfer_connection(ep, dest, &conn);
 	if (ret == -FI_EAGAIN && may_wait)
 		ret = 0;
-	if (!ret) {
+	if (!ret)
 		ret = post(ep, conn, args, len);
-		if (ret == -FI_EAGAIN)
-			nrma_progress_poll(ep);
-	}
 	pthread_mutex_unlock(ep->lock);
 	return ret;
+}
+
+/* A cheap clock for timeouts: a tick (NRMA_CLOCK_TICK_MS) behind at most. */
+int64_t nrma_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 /* Set-up */
@@ -441,6 +448,37 @@ static int xfer_rx_grow(struct nrma_ep *ep)
 		}
 	}
 	return 0;
+}
+
+static int xfer_srq_post(struct nrma_ep *ep, uint32_t buf)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_sge sge = {
+		.addr = (uintptr_t) nrma_rx_buf(x, buf),
+		.len = x->buf_size,
+		.lkey = nrma_rx_lkey(x, buf),
+	};
+	int ret;
+
+	ret = nrma_verbs_post_srq_recv(ep->verbs, NRMA_WR_RECV | buf, &sge);
+	if (ret) {
+		nrma_chunkpool_put(&x->rx_bufs, buf);
+		return ret;
+	}
+	x->srq_posted++;
+	return 0;
+}
+
+void nrma_srq_fill(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	while (x->srq_posted < x->srq_target) {
+		int64_t buf = nrma_chunkpool_get(&x->rx_bufs);
+
+		if (buf < 0 || xfer_srq_post(ep, buf))
+			return;
+	}
 }
 
 int nrma_rx_bufs_add(struct nrma_ep *ep, size_t n)
@@ -648,7 +686,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 		nrma_xfer_close(ep);
 		return ret;
 	}
-	nrma_srq_refill(ep);
+	nrma_srq_fill(ep);
 	return 0;
 }
 
@@ -665,7 +703,6 @@ void nrma_xfer_close(struct nrma_ep *ep)
 
 	while ((item = nrma_dlist_pop_front(&x->pending_acks)))
 		free(nrma_container_of(item, struct nrma_pending_ack, link));
-	nrma_trigger_drop(x);
 	for (size_t i = 0; x->ops.gen && i < nrma_token_count(&x->ops); i++) {
 		struct nrma_op *op = nrma_op_at(x, i);
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The data path of an endpoint, and what its files share: operations and
- * posting (nrma_xfer.c), sending (nrma_send.c), receiving (nrma_recv.c),
- * RMA (nrma_rma.c), atomics (nrma_atomic.c) and the dispatch of work
- * completions (nrma_progress.c).  All of it runs with ep->lock held.
+ * The data path of an endpoint, and what the protocol's files share: its
+ * state, operations and posting (nrma_xfer.c).  Each protocol file has a
+ * header of its own for what it offers the others (nrma_send.h,
+ * nrma_recv.h, nrma_rma.h, nrma_batch.h, nrma_rkey.h, nrma_credit.h,
+ * nrma_trigger.h, nrma_progress.h).  All of it runs with ep->lock held.
  *
  * Messages up to eager_size are copied into a registered bounce buffer
  * and sent into one of the endpoint's shared receive buffers.  Larger
@@ -168,19 +169,6 @@ int nrma_rx_ctx_init(struct nrma_rx_ctx *rc, size_t size, uint64_t caps,
 		     size_t iov_limit);
 void nrma_rx_ctx_fini(struct nrma_rx_ctx *rc);
 int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
-/* ep leaves: the messages it holds go, and so do its reads into rc's
- * receives; ep is closing. */
-void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
-/* rc closes, ep stays: what ep holds or reads for rc is refused. */
-void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
-/* Whether reads into receives of a dropped context are on the device. */
-bool nrma_rx_reads_orphaned(struct nrma_ep *ep);
-/* Posting, with the lock of rc's endpoints held (nrma_recv.c). */
-ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc,
-			 const struct nrma_recv_args *args);
-ssize_t nrma_rx_ctx_cancel(struct nrma_rx_ctx *rc, void *context);
-/* A disabled endpoint's posted receives end, cancelled. */
-void nrma_recv_discard(struct nrma_ep *ep);
 
 /*
  * A transmit budget: how many application transmits may be in flight.
@@ -287,6 +275,8 @@ uint32_t nrma_rx_lkey(const struct nrma_xfer *x, uint32_t buf);
  * -FI_ENOSPC once the device's queues are full.
  */
 int nrma_rx_bufs_add(struct nrma_ep *ep, size_t n);
+/* Keeps the shared receive queue full while free buffers last. */
+void nrma_srq_fill(struct nrma_ep *ep);
 
 /* Operations and posting (nrma_xfer.c) */
 struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
@@ -370,174 +360,7 @@ ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
  * nrma_now_ms() may lag the time by. */
 #define NRMA_CLOCK_TICK_MS  10
 int64_t nrma_now_ms(void);
-/* Probes the peers of sends waiting long for their ACKs. */
-void nrma_send_check_peers(struct nrma_ep *ep);
-
 /* Asks conn's peer for a zero-byte write: an error fails conn. */
 void nrma_probe(struct nrma_ep *ep, struct nrma_conn *conn);
-
-/* Progress (nrma_progress.c): returns how many completions it handled. */
-int nrma_progress_poll(struct nrma_ep *ep);
-
-/* Credits (nrma_credit.c) */
-int nrma_credit_conn_open(struct nrma_ep *ep, struct nrma_conn *conn);
-void nrma_credit_conn_close(struct nrma_ep *ep, struct nrma_conn *conn);
-void nrma_credit_connected(struct nrma_ep *ep, struct nrma_conn *conn);
-/* Buffers went on the shared receive queue: peers below their share get
- * credits from those no peer holds. */
-void nrma_credit_refill(struct nrma_ep *ep);
-bool nrma_credit_has(const struct nrma_conn *conn,
-		     enum nrma_credit_class class);
-bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class);
-void nrma_credit_untake(struct nrma_conn *conn, enum nrma_credit_class class);
-int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
-		     struct nrma_hdr *hdr, struct nrma_wr *wr);
-bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
-			 uint32_t buf, enum nrma_credit_class class,
-			 const struct nrma_hdr *hdr);
-void nrma_credit_released(struct nrma_ep *ep, uint32_t buf);
-void nrma_credit_returned(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_credit_queue_send(struct nrma_ep *ep, struct nrma_op *op, bool front);
-bool nrma_credit_send_waits(const struct nrma_conn *conn);
-struct nrma_op *nrma_credit_queued(struct nrma_conn *conn);
-void nrma_credit_unqueue(struct nrma_op *op);
-void nrma_credit_progress(struct nrma_ep *ep);
-/*
- * Tells conn's peer, if it was not told yet, that our domain's key table
- * changed: whether it has heard of changes (a count) by now.
- */
-bool nrma_credit_keys_told(struct nrma_ep *ep, struct nrma_conn *conn,
-			   uint64_t changes);
-
-/* Sending (nrma_send.c) */
-void nrma_send_resume(struct nrma_ep *ep, struct nrma_conn *conn);
-void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
-		     bool failed);
-void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
-/* Sends that waited for their connections go once they are up. */
-void nrma_send_connecting(struct nrma_ep *ep);
-
-/* Receiving (nrma_recv.c) */
-void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
-		       struct nrma_conn *conn);
-void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf);
-void nrma_srq_fill(struct nrma_ep *ep);
-void nrma_srq_refill(struct nrma_ep *ep);
-void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_reads_retry(struct nrma_ep *ep);
-void nrma_stalled_retry(struct nrma_ep *ep);
-void nrma_acks_retry(struct nrma_ep *ep);
-
-/* Peers' MR keys (nrma_rkey.c) */
-struct nrma_remote {
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t cell_rkey; /* 0: the region counts nothing */
-};
-
-/*
- * Where len bytes at addr under the peer's key go, needing access
- * (NRMA_KEY_REMOTE_*): 0; -FI_EAGAIN while the key is looked up;
- * -FI_EACCES when the peer has no such key, or its region does not
- * cover the bytes or allow the access.
- */
-int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
-		     uint64_t addr, uint64_t len, uint32_t access,
-		     struct nrma_remote *remote);
-/* nrma_rkey_target for the word that notify names in its set. */
-int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
-			    const struct fi_nrma_notify *notify,
-			    struct nrma_remote *set);
-void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_rkey_conn_close(struct nrma_conn *conn);
-
-/* An index the descriptor puts outside its set, or an unknown op. */
-static inline int nrma_notify_check(const struct fi_nrma_notify *notify)
-{
-	if (!notify || notify->index >= notify->set.count ||
-	    notify->index >= FI_NRMA_NSET_MAX ||
-	    (notify->op != FI_NRMA_NOTIFY_INC &&
-	     notify->op != FI_NRMA_NOTIFY_ADD))
-		return -FI_EINVAL;
-	return 0;
-}
-
-/* RMA (nrma_rma.c) */
-size_t nrma_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
-		       bool read, bool fence, const struct nrma_sge *scratch,
-		       struct nrma_wr *wr);
-/* The fetch-and-add that applies notify to its word at set. */
-struct nrma_wr nrma_notify_set_wr(const struct fi_nrma_notify *notify,
-				  const struct nrma_remote *set,
-				  const struct nrma_sge *scratch, bool fence);
-void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
-			 struct nrma_conn *conn);
-
-/* Coalesced notifications (nrma_batch.c) */
-/* Whether notifications are coalesced at all (FI_NRMA_NOTIFY_COALESCE). */
-static inline bool nrma_batch_enabled(void)
-{
-	return nrma_params.notify_coalesce > 1;
-}
-
-/*
- * Whether a notified write to t joins conn's batch: 1 if it does (post
- * the write alone, then nrma_batch_add), 0 if it carries its own atomics,
- * -FI_EAGAIN while a batch for other targets cannot go out.
- */
-int nrma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
-		    const struct nrma_batch_target *t);
-/* op's write is posted; set_add is what it adds to the set's word. */
-void nrma_batch_add(struct nrma_ep *ep, struct nrma_op *op,
-		    const struct nrma_batch_target *t, uint64_t set_add);
-/* op's write completed: whether op still waits for its notification. */
-bool nrma_batch_holds(struct nrma_ep *ep, struct nrma_op *op);
-/* A batch's atomics completed (op: NRMA_OP_NOTIFY): its writes do. */
-void nrma_batch_notified(struct nrma_ep *ep, struct nrma_op *op);
-void nrma_batch_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
-/* Posts the batches that waited for room on their queue pairs. */
-void nrma_batch_retry(struct nrma_ep *ep);
-
-/* Triggered operations (nrma_trigger.c) */
-/* Submits a held operation: args, its kind's, with the copied vectors. */
-typedef ssize_t (*nrma_trigger_fire_fn)(struct nrma_ep *ep, void *args,
-					const struct iovec *iov, void **desc,
-					size_t len);
-/* What an operation kind hands over to have an operation held... */
-struct nrma_trigger_op {
-	nrma_trigger_fire_fn fire;
-	const void *args;
-	size_t args_size;
-	void *context; /* a struct fi_triggered_context */
-	uint64_t comp_flags;
-};
-#define NRMA_TRIGGER_OP(fire_fn, a, flags)                    \
-	((struct nrma_trigger_op){ .fire = (fire_fn),         \
-				   .args = (a),               \
-				   .args_size = sizeof(*(a)), \
-				   .context = (a)->context,   \
-				   .comp_flags = (flags) })
-/* ...and its data: the io vectors to copy (none: count 0). */
-struct nrma_trigger_io {
-	const struct iovec *iov;
-	void **desc; /* NULL: none */
-	size_t count;
-	size_t len;
-};
-/*
- * Holds an operation posted with FI_TRIGGER (flags) until its context's
- * counter reaches the threshold: -FI_EINVAL for a context or flags that
- * cannot be triggered.
- */
-ssize_t nrma_trigger_hold(struct nrma_ep *ep, uint64_t flags,
-			  struct nrma_trigger_op op, struct nrma_trigger_io io);
-/* Submits what is due; called without the endpoint's lock. */
-void nrma_trigger_fire_ready(struct nrma_ep *ep);
-/* Ends what is held with FI_ECANCELED entries: the endpoint broke. */
-void nrma_trigger_cancel_all(struct nrma_ep *ep);
-/* Forgets what is held: the endpoint closes. */
-void nrma_trigger_drop(struct nrma_xfer *x);
 
 #endif /* NRMA_XFER_H */

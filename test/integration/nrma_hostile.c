@@ -35,7 +35,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "itest_msg.h"
-#include "nrma_credit.h"
+#include "nrma_credit_calc.h"
 #include "nrma_proto.h"
 
 #define RNDV_LEN	 65536

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "nrma_credit.h"
+#include "nrma_credit_calc.h"
 
 static void test_avail_counts_down_and_back(void **state)
 {

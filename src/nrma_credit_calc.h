@@ -14,8 +14,8 @@
  * All counts are cumulative, so that returns may arrive by either path
  * in any order.  Pure arithmetic: the caller owns the words.
  */
-#ifndef NRMA_CREDIT_H
-#define NRMA_CREDIT_H
+#ifndef NRMA_CREDIT_CALC_H
+#define NRMA_CREDIT_CALC_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -107,4 +107,4 @@ static inline uint64_t nrma_credit_take_back(struct nrma_credit_rx *rx,
 	return n;
 }
 
-#endif /* NRMA_CREDIT_H */
+#endif /* NRMA_CREDIT_CALC_H */

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fi_rma: the endpoint's read and write calls, and its notified ones
+ * (fi_ext_nrma.h), as operations for nrma_rma.c.
+ */
+#include <rdma/fi_ext_nrma.h>
+#include <rdma/fi_rma.h>
+
+#include "nrma.h"
+#include "nrma_rkey.h"
+#include "nrma_xfer.h"
+
+static ssize_t ep_rma_submit(struct fid_ep *ep_fid,
+			     const struct nrma_rma_args *a)
+{
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
+
+	return NRMA_EP_POST(ep, nrma_rma(ep, a));
+}
+
+static ssize_t ep_rma_write_small(struct fid_ep *ep_fid,
+				  const struct nrma_rma_args *a)
+{
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
+
+	return NRMA_EP_POST(ep, nrma_rma_write_small(ep, a));
+}
+
+static ssize_t ep_rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
+			  const struct fi_nrma_notify *notify, uint64_t flags)
+{
+	struct nrma_rma_args a = {
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.dest = msg->addr,
+		.data = msg->data,
+		.flags = flags,
+		.context = msg->context,
+		.notify = notify,
+	};
+
+	/* One remote segment per operation: rma_iov_limit is 1. */
+	if (msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	a.addr = msg->rma_iov[0].addr;
+	a.len = msg->rma_iov[0].len;
+	a.key = msg->rma_iov[0].key;
+	return ep_rma_submit(ep_fid, &a);
+}
+
+static ssize_t ep_rma_readmsg(struct fid_ep *ep_fid,
+			      const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return ep_rma_msg(ep_fid, msg, NULL, (flags & ~FI_WRITE) | FI_READ);
+}
+
+static ssize_t ep_rma_writemsg(struct fid_ep *ep_fid,
+			       const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return ep_rma_msg(ep_fid, msg, NULL, (flags & ~FI_READ) | FI_WRITE);
+}
+
+static ssize_t ep_rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t peer,
+			  uint64_t addr, uint64_t key, uint64_t data,
+			  uint64_t flags, void *context)
+{
+	struct nrma_rma_args a = {
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.dest = peer,
+		.addr = addr,
+		.key = key,
+		.data = data,
+		.context = context,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags | flags,
+	};
+
+	for (size_t i = 0; iov && i < count; i++)
+		a.len += iov[i].iov_len;
+	return ep_rma_submit(ep_fid, &a);
+}
+
+static ssize_t ep_rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
+			    void **desc, size_t count, fi_addr_t src,
+			    uint64_t addr, uint64_t key, void *context)
+{
+	return ep_rma_iov(ep_fid, iov, desc, count, src, addr, key, 0, FI_READ,
+			  context);
+}
+
+static ssize_t ep_rma_read(struct fid_ep *ep_fid, void *buf, size_t len,
+			   void *desc, fi_addr_t src, uint64_t addr,
+			   uint64_t key, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return ep_rma_readv(ep_fid, &iov, &desc, 1, src, addr, key, context);
+}
+
+static ssize_t ep_rma_writev(struct fid_ep *ep_fid, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t dest,
+			     uint64_t addr, uint64_t key, void *context)
+{
+	return ep_rma_iov(ep_fid, iov, desc, count, dest, addr, key, 0,
+			  FI_WRITE, context);
+}
+
+static ssize_t ep_rma_write(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    void *desc, fi_addr_t dest, uint64_t addr,
+			    uint64_t key, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_rma_args a = {
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.dest = dest,
+		.addr = addr,
+		.len = len,
+		.key = key,
+		.context = context,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags | FI_WRITE,
+	};
+
+	return ep_rma_write_small(ep_fid, &a);
+}
+
+static ssize_t ep_rma_writedata(struct fid_ep *ep_fid, const void *buf,
+				size_t len, void *desc, uint64_t data,
+				fi_addr_t dest, uint64_t addr, uint64_t key,
+				void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return ep_rma_iov(ep_fid, &iov, &desc, 1, dest, addr, key, data,
+			  FI_WRITE | FI_REMOTE_CQ_DATA, context);
+}
+
+/* Injected writes complete at once for the caller: no CQ entry. */
+static ssize_t ep_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
+				 size_t len, uint64_t data, fi_addr_t dest,
+				 uint64_t addr, uint64_t key)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_rma_args a = {
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.addr = addr,
+		.len = len,
+		.key = key,
+		.data = data,
+		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT |
+							   FI_REMOTE_CQ_DATA),
+		.silent = true,
+	};
+
+	return ep_rma_submit(ep_fid, &a);
+}
+
+static ssize_t ep_rma_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			     fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_rma_args a = {
+		.iov = &iov,
+		.count = 1,
+		.dest = dest,
+		.addr = addr,
+		.len = len,
+		.key = key,
+		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT),
+		.silent = true,
+	};
+
+	return ep_rma_write_small(ep_fid, &a);
+}
+
+struct fi_ops_rma nrma_ep_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = ep_rma_read,
+	.readv = ep_rma_readv,
+	.readmsg = ep_rma_readmsg,
+	.write = ep_rma_write,
+	.writev = ep_rma_writev,
+	.writemsg = ep_rma_writemsg,
+	.inject = ep_rma_inject,
+	.writedata = ep_rma_writedata,
+	.injectdata = ep_rma_injectdata,
+};
+
+/* Notified operations (fi_ext_nrma.h): fi_readmsg or fi_writemsg, then +1
+ * on a counter of a notification set at the peer. */
+ssize_t nrma_ep_rma_readmsg_notify(struct fid_ep *ep_fid,
+				   const struct fi_msg_rma *msg,
+				   const struct fi_nrma_notify *notify,
+				   uint64_t flags)
+{
+	if (nrma_notify_check(notify))
+		return -FI_EINVAL;
+	return ep_rma_msg(ep_fid, msg, notify, (flags & ~FI_WRITE) | FI_READ);
+}
+
+ssize_t nrma_ep_rma_writemsg_notify(struct fid_ep *ep_fid,
+				    const struct fi_msg_rma *msg,
+				    const struct fi_nrma_notify *notify,
+				    uint64_t flags)
+{
+	if (nrma_notify_check(notify))
+		return -FI_EINVAL;
+	return ep_rma_msg(ep_fid, msg, notify, (flags & ~FI_READ) | FI_WRITE);
+}

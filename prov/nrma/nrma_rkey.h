@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Peers' MR keys, and the notification atomics at the words they name
+ * (nrma_rkey.c). */
+#ifndef NRMA_RKEY_H
+#define NRMA_RKEY_H
+
+#include "nrma_xfer.h"
+
+struct nrma_remote {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t cell_rkey; /* 0: the region counts nothing */
+};
+
+/*
+ * Where len bytes at addr under the peer's key go, needing access
+ * (NRMA_KEY_REMOTE_*): 0; -FI_EINPROGRESS while the key is looked up
+ * (nrma_ep_post_wait), -FI_EAGAIN when it cannot be now;
+ * -FI_EACCES when the peer has no such key, or its region does not
+ * cover the bytes or allow the access.
+ */
+int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
+		     uint64_t addr, uint64_t len, uint32_t access,
+		     struct nrma_remote *remote);
+/* nrma_rkey_target for the word that notify names in its set. */
+int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
+			    const struct fi_nrma_notify *notify,
+			    struct nrma_remote *set);
+void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op);
+void nrma_rkey_conn_close(struct nrma_conn *conn);
+/*
+ * The notifications an operation owes conn's peer (its endpoint's cell,
+ * and the region's if cell_rkey), into wr: how many.
+ */
+size_t nrma_rkey_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
+			    bool read, bool fence,
+			    const struct nrma_sge *scratch, struct nrma_wr *wr);
+/* The fetch-and-add that applies notify to its word at set. */
+struct nrma_wr nrma_rkey_notify_set_wr(const struct fi_nrma_notify *notify,
+				       const struct nrma_remote *set,
+				       const struct nrma_sge *scratch,
+				       bool fence);
+
+/* An index the descriptor puts outside its set, or an unknown op. */
+static inline int nrma_notify_check(const struct fi_nrma_notify *notify)
+{
+	if (!notify || notify->index >= notify->set.count ||
+	    notify->index >= FI_NRMA_NSET_MAX ||
+	    (notify->op != FI_NRMA_NOTIFY_INC &&
+	     notify->op != FI_NRMA_NOTIFY_ADD))
+		return -FI_EINVAL;
+	return 0;
+}
+
+/* What a notified operation adds to its set's word. */
+static inline uint64_t nrma_notify_set_add(const struct fi_nrma_notify *notify)
+{
+	if (!notify)
+		return 0;
+	return notify->op == FI_NRMA_NOTIFY_ADD ? notify->value : 1;
+}
+
+#endif /* NRMA_RKEY_H */
