@@ -335,7 +335,7 @@ extern struct fi_ops_mr nrma_mr_ops;
 
 /*
  * The endpoints bound to a CQ or counter, which reading it progresses
- * (nrma_progress.c).
+ * (nrma_ep_set.c).
  */
 struct nrma_ep_set {
 	pthread_mutex_t lock;
@@ -591,7 +591,7 @@ int nrma_ep_op_flags_get(struct nrma_ep_path *path, uint64_t *flags);
 int nrma_ep_op_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
 
 /* Progress (nrma_progress.c): with manual progress, the caller's. */
-void nrma_ep_progress(struct nrma_ep *ep);
+void nrma_progress_ep(struct nrma_ep *ep);
 /*
  * Whether a transmit call tries again what returned *ret (nrma_ep.c).
  * Any -FI_EAGAIN progresses the endpoint first, as a CQ read would, so
@@ -616,11 +616,11 @@ bool nrma_ep_post_wait(struct nrma_ep *ep, ssize_t *ret,
 		while (ret_ < 0 && nrma_ep_post_wait((ep), &ret_, &since_)); \
 		ret_;                                                        \
 	})
-int nrma_ep_arm(struct nrma_ep *ep);
+int nrma_progress_arm(struct nrma_ep *ep);
 /* Before close: ACKs owed to peers get out, for a bounded time. */
-void nrma_ep_linger(struct nrma_ep *ep);
+void nrma_progress_linger(struct nrma_ep *ep);
 /*
- * Control progress (nrma_progress.c): a domain's thread handles the
+ * Control progress (nrma_cm_thread.c): a domain's thread handles the
  * connection events of the endpoints it watches, from fi_enable on, and
  * the device's events: an endpoint that one breaks hears of it through
  * report (err positive, prov_errno the ibv_event_type), which the
@@ -633,7 +633,7 @@ int nrma_cm_thread_open(struct nrma_verbs_domain *vdom,
 			nrma_async_report_fn report,
 			struct nrma_cm_thread **thread);
 void nrma_cm_thread_close(struct nrma_cm_thread *thread);
-void nrma_cm_threads_stop(void);
+void nrma_cm_thread_stop_all(void);
 int nrma_cm_thread_watch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 void nrma_cm_thread_unwatch(struct nrma_cm_thread *thread, struct nrma_ep *ep);
 /* fn(arg), with the thread's lock held, whenever fd is readable. */
@@ -652,7 +652,7 @@ void nrma_progress_probe(void *arg, struct nrma_conn *conn);
 int nrma_progress_conn_open(void *arg, struct nrma_conn *conn);
 void nrma_progress_conn_close(void *arg, struct nrma_conn *conn);
 /* After fi_shutdown: until nothing uses the connection (bounded). */
-void nrma_ep_settle(struct nrma_ep *ep);
+void nrma_progress_settle(struct nrma_ep *ep);
 
 /*
  * The protocol's entry points for fi_msg (nrma_msg.c) and fi_tagged.  A

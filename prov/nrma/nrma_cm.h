@@ -110,7 +110,7 @@ struct nrma_conn {
 	/* Operations and owed ACKs that use it: it lives while any do. */
 	size_t refs;
 	size_t acks_owed; /* ACKs waiting for room to go to the peer */
-	bool probing;	  /* a probe is on its way (nrma_probe) */
+	bool probing;	  /* a probe is on its way (nrma_tx_probe) */
 	bool retired;	  /* replaced or given up: freed once unused */
 	/* Flow control (nrma_credit.c), by enum nrma_credit_class. */
 	struct nrma_credit_tx tx_credit[NRMA_CREDIT_CLASSES];

@@ -312,7 +312,7 @@ static struct nrma_cm_thread *cm_thread_next_own(void)
 }
 
 /* Called as libfabric unloads the provider, with domains still open. */
-void nrma_cm_threads_stop(void)
+void nrma_cm_thread_stop_all(void)
 {
 	struct nrma_cm_thread *t;
 

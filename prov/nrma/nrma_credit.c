@@ -385,7 +385,7 @@ void nrma_credit_queue_send(struct nrma_ep *ep, struct nrma_op *op, bool front)
 	}
 	op->queued = true;
 	if (!front)
-		op->sent_ms = nrma_now_ms();
+		op->sent_ms = nrma_xfer_now_ms();
 	nrma_dlist_insert_tail(&op->link, front ? conn->send_queue.next :
 						  &conn->send_queue);
 }

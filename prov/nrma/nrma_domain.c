@@ -47,12 +47,12 @@ void nrma_domain_keys_changed(struct nrma_domain *domain)
 	struct domain_telling t = {
 		.changes = atomic_fetch_add(&domain->keys_changed, 1) + 1,
 	};
-	int64_t until = nrma_now_ms() + NRMA_KEYS_TELL_MS;
+	int64_t until = nrma_xfer_now_ms() + NRMA_KEYS_TELL_MS;
 
 	do {
 		t.untold = 0;
 		nrma_cm_thread_each_ep(domain->cm_thread, domain_tell_ep, &t);
-	} while (t.untold && nrma_now_ms() < until);
+	} while (t.untold && nrma_xfer_now_ms() < until);
 	if (t.untold)
 		NRMA_WARN(FI_LOG_MR,
 			  "%zu connections did not hear in %d ms that a key "

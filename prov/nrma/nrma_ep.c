@@ -375,7 +375,7 @@ bool nrma_ep_post_wait(struct nrma_ep *ep, ssize_t *ret, struct timespec *since)
 {
 	if (*ret != -FI_EAGAIN && *ret != -FI_EINPROGRESS)
 		return false;
-	nrma_ep_progress(ep);
+	nrma_progress_ep(ep);
 	if (*ret == -FI_EAGAIN)
 		return false;
 	if (!since->tv_sec && !since->tv_nsec)
@@ -402,7 +402,7 @@ static int nrma_ep_close(struct fid *fid)
 		return -FI_EBUSY;
 	if (ep->watched) {
 		nrma_cm_thread_unwatch(ep->domain->cm_thread, ep);
-		nrma_ep_linger(ep);
+		nrma_progress_linger(ep);
 	}
 	ep_unbind_all(ep);
 	nrma_ctx_unbind(ep);

@@ -137,7 +137,7 @@ static int nrma_ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 	pthread_mutex_lock(ep->lock);
 	nrma_cm_shutdown(ep->cm);
 	pthread_mutex_unlock(ep->lock);
-	nrma_ep_settle(ep);
+	nrma_progress_settle(ep);
 	return 0;
 }
 

@@ -29,7 +29,7 @@ struct nrma_params nrma_params = {
 
 static void nrma_cleanup(void)
 {
-	nrma_cm_threads_stop();
+	nrma_cm_thread_stop_all();
 	free(nrma_devices);
 	nrma_devices = NULL;
 	nrma_device_count = 0;

@@ -27,140 +27,6 @@
 
 #define NRMA_POLL_BATCH 16
 
-/* Endpoint sets of CQs and counters */
-
-void nrma_ep_set_init(struct nrma_ep_set *set)
-{
-	pthread_mutex_init(&set->lock, NULL);
-	set->eps = NULL;
-	set->count = 0;
-}
-
-void nrma_ep_set_fini(struct nrma_ep_set *set)
-{
-	free(set->eps);
-	pthread_mutex_destroy(&set->lock);
-}
-
-/* The fds whose readiness means the endpoint has progress to make. */
-static int progress_watch(struct nrma_ep *ep, struct nrma_wait *wait)
-{
-	int ret = nrma_wait_add_fd(wait, nrma_verbs_ep_fd(ep->verbs));
-
-	if (!ret)
-		ret = nrma_wait_add_fd(wait, nrma_cm_fd(ep->cm));
-	return ret;
-}
-
-static void progress_unwatch(struct nrma_ep *ep, struct nrma_wait *wait)
-{
-	nrma_wait_del_fd(wait, nrma_verbs_ep_fd(ep->verbs));
-	nrma_wait_del_fd(wait, nrma_cm_fd(ep->cm));
-}
-
-int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
-		    struct nrma_wait *wait)
-{
-	struct nrma_ep **eps;
-	int ret = 0;
-
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count; i++)
-		if (set->eps[i] == ep)
-			goto out; /* bound for both directions */
-	eps = realloc(set->eps, (set->count + 1) * sizeof(*eps));
-	if (!eps) {
-		ret = -FI_ENOMEM;
-		goto out;
-	}
-	set->eps = eps;
-	ret = progress_watch(ep, wait);
-	if (!ret)
-		set->eps[set->count++] = ep;
-out:
-	pthread_mutex_unlock(&set->lock);
-	return ret;
-}
-
-void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
-		     struct nrma_wait *wait)
-{
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count; i++) {
-		if (set->eps[i] != ep)
-			continue;
-		progress_unwatch(ep, wait);
-		set->eps[i] = set->eps[--set->count];
-		break;
-	}
-	pthread_mutex_unlock(&set->lock);
-}
-
-void nrma_ep_set_progress(struct nrma_ep_set *set)
-{
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count; i++)
-		nrma_ep_progress(set->eps[i]);
-	pthread_mutex_unlock(&set->lock);
-}
-
-int nrma_ep_set_arm(struct nrma_ep_set *set)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count && !ret; i++)
-		ret = nrma_ep_arm(set->eps[i]);
-	pthread_mutex_unlock(&set->lock);
-	return ret;
-}
-
-/*
- * How long a wait on ep may sleep (< 0: for ever) without missing what
- * raises no event: credits that remote atomics give back, counters that
- * held triggered operations wait for, and, with stalls, a device that
- * stopped ending the work in flight.
- */
-static int progress_sleep_bound(struct nrma_ep *ep, bool stalls)
-{
-	int bound = -1;
-
-	pthread_mutex_lock(ep->lock);
-	if (!ep->enabled)
-		bound = -1;
-	else if (!nrma_dlist_empty(&ep->xfer->blocked_conns) ||
-		 !nrma_dlist_empty(&ep->xfer->triggered))
-		bound = nrma_params.notify_wake_ms;
-	else if (stalls && nrma_params.stall_ms && nrma_cm_busy(ep->cm))
-		bound = NRMA_STALL_CHECK_MS;
-	pthread_mutex_unlock(ep->lock);
-	return bound;
-}
-
-static int progress_set_sleep_bound(struct nrma_ep_set *set, int left_ms,
-				    bool stalls)
-{
-	pthread_mutex_lock(&set->lock);
-	for (size_t i = 0; i < set->count; i++) {
-		int bound = progress_sleep_bound(set->eps[i], stalls);
-
-		if (bound >= 0 && (left_ms < 0 || bound < left_ms))
-			left_ms = bound;
-	}
-	pthread_mutex_unlock(&set->lock);
-	return left_ms;
-}
-
-int nrma_ep_set_sleep_ms(struct nrma_ep_set *set, int left_ms)
-{
-	return progress_set_sleep_bound(set, left_ms, true);
-}
-
-bool nrma_ep_set_polled(struct nrma_ep_set *set)
-{
-	return progress_set_sleep_bound(set, -1, false) >= 0;
-}
-
 /* Work completions */
 
 static void progress_send_wc(struct nrma_ep *ep, struct nrma_op *op)
@@ -232,7 +98,7 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		if (op->read.rx) /* else its receive context closed */
 			op->read.rx->reads--;
 		if (!op->wc_pending && !op->queued)
-			nrma_read_finish(ep, op);
+			nrma_recv_read_finish(ep, op);
 		break;
 	case NRMA_OP_RMA:
 		nrma_rma_finish(ep, op);
@@ -260,7 +126,7 @@ static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 
 	ep->xfer->srq_posted--;
 	if (wc->status) {
-		nrma_rx_buf_release(ep, buf);
+		nrma_recv_buf_release(ep, buf);
 		return;
 	}
 	conn = nrma_conn_by_qp(ep->cm, wc->qp_num);
@@ -270,7 +136,7 @@ static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		bool kept = !conn || nrma_credit_arrived(ep, conn, buf,
 							 NRMA_CREDIT_CTL, NULL);
 
-		nrma_rx_buf_release(ep, buf);
+		nrma_recv_buf_release(ep, buf);
 		if (kept)
 			nrma_rma_write_data(ep, wc, conn);
 		else
@@ -297,9 +163,9 @@ static void progress_retry(struct nrma_ep *ep)
 	struct nrma_xfer *x = ep->xfer;
 
 	if (nrma_xfer_waiting(x)) {
-		nrma_stalled_retry(ep);
-		nrma_reads_retry(ep);
-		nrma_acks_retry(ep);
+		nrma_recv_stalled_retry(ep);
+		nrma_recv_reads_retry(ep);
+		nrma_recv_acks_retry(ep);
 		nrma_batch_retry(ep);
 		nrma_send_connecting(ep);
 		nrma_credit_refill(ep);
@@ -322,11 +188,11 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 
 	if (!nrma_params.stall_ms || !nrma_token_any(&x->ops))
 		return;
-	now = nrma_now_ms();
+	now = nrma_xfer_now_ms();
 	if (now - x->stalls_checked_ms < NRMA_STALL_CHECK_MS)
 		return;
 	x->stalls_checked_ms = now;
-	/* nrma_now_ms() is up to a tick behind: fail only once stall_ms
+	/* nrma_xfer_now_ms() is up to a tick behind: fail only once stall_ms
 	 * surely passed. */
 	nrma_cm_fail_stalled(ep->cm, now,
 			     nrma_params.stall_ms + NRMA_CLOCK_TICK_MS);
@@ -361,7 +227,7 @@ ssize_t nrma_progress_rx_ctx_recv(struct nrma_rx_ctx *rc,
 	if (args->flags & FI_PEEK)
 		for (size_t i = 0; i < rc->count; i++)
 			nrma_progress_poll(rc->eps[i]);
-	return nrma_rx_ctx_recv(rc, args);
+	return nrma_recv_ctx_recv(rc, args);
 }
 
 /*
@@ -419,7 +285,7 @@ void nrma_progress_disable(struct nrma_ep *ep, int err)
  * events are the control progress thread's: reaping them here would cost
  * every poll a system call and an allocation in librdmacm.
  */
-void nrma_ep_progress(struct nrma_ep *ep)
+void nrma_progress_ep(struct nrma_ep *ep)
 {
 	bool triggered = false;
 
@@ -438,7 +304,7 @@ void nrma_ep_progress(struct nrma_ep *ep)
  * Asks for a channel event on the next completion, then looks once more:
  * one that arrived before arming raises no event.
  */
-int nrma_ep_arm(struct nrma_ep *ep)
+int nrma_progress_arm(struct nrma_ep *ep)
 {
 	int ret = 0;
 
@@ -458,7 +324,7 @@ int nrma_ep_arm(struct nrma_ep *ep)
  */
 #define NRMA_LINGER_MS 1000
 
-void nrma_ep_linger(struct nrma_ep *ep)
+void nrma_progress_linger(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct timespec start;
@@ -475,7 +341,7 @@ void nrma_ep_linger(struct nrma_ep *ep)
  * A connection ended by the application (fi_shutdown): what was posted
  * on it completes, with errors, before the call returns.
  */
-void nrma_ep_settle(struct nrma_ep *ep)
+void nrma_progress_settle(struct nrma_ep *ep)
 {
 	struct nrma_conn *conn;
 	struct timespec start;
@@ -504,7 +370,7 @@ void nrma_progress_drain(void *arg)
 
 void nrma_progress_probe(void *arg, struct nrma_conn *conn)
 {
-	nrma_probe(arg, conn);
+	nrma_tx_probe(arg, conn);
 }
 
 int nrma_progress_conn_open(void *arg, struct nrma_conn *conn)

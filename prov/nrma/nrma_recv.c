@@ -103,12 +103,12 @@ static void recv_rx_done(struct nrma_ep *ep, struct nrma_rx_entry *rx)
  * credits get. */
 static void recv_srq_refill(struct nrma_ep *ep)
 {
-	nrma_srq_fill(ep);
+	nrma_rx_srq_fill(ep);
 	nrma_credit_refill(ep);
 }
 
 /* The buffer goes back on the queue before its credit goes back. */
-void nrma_rx_buf_release(struct nrma_ep *ep, uint32_t buf)
+void nrma_recv_buf_release(struct nrma_ep *ep, uint32_t buf)
 {
 	nrma_credit_released(ep, buf);
 	nrma_chunkpool_put(&ep->xfer->rx_bufs, buf);
@@ -193,7 +193,7 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
  * A peer whose send queue is full, or who has no credit for us, waits;
  * the others' ACKs go ahead.  Out of operations or buffers, all wait.
  */
-void nrma_acks_retry(struct nrma_ep *ep)
+void nrma_recv_acks_retry(struct nrma_ep *ep)
 {
 	struct nrma_dlist *head = &ep->xfer->pending_acks, *item = head->next;
 
@@ -236,7 +236,7 @@ static void recv_deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 
 	nrma_iov_scatter(rx->iov, rx->count, offset, hdr + 1, copy);
 	recv_report(ep, rx, buf, copy, flags, hdr->cq_data, hdr->tag,
-		    nrma_source_of(ep, conn), len - copy);
+		    nrma_rx_source(ep, conn), len - copy);
 	if (hdr->flags & NRMA_HDR_ACK_REQ)
 		recv_ack_send(ep, conn, hdr->token, false);
 	recv_rx_done(ep, rx);
@@ -331,10 +331,10 @@ static void recv_reads_advance(struct nrma_ep *ep, struct nrma_op *op)
 		op->read.truncated = 0;
 	}
 	if (!op->wc_pending)
-		nrma_read_finish(ep, op);
+		nrma_recv_read_finish(ep, op);
 }
 
-void nrma_reads_retry(struct nrma_ep *ep)
+void nrma_recv_reads_retry(struct nrma_ep *ep)
 {
 	struct nrma_dlist *head = &ep->xfer->pending_reads;
 
@@ -383,7 +383,7 @@ static void recv_read_start(struct nrma_ep *ep, struct nrma_op *op,
 	if (ret) {
 		op->error = -ret;
 		op->read.truncated = 0;
-		nrma_read_finish(ep, op);
+		nrma_recv_read_finish(ep, op);
 		return;
 	}
 	recv_reads_advance(ep, op);
@@ -407,7 +407,7 @@ static void recv_stall(struct nrma_ep *ep, const struct nrma_stalled_read *s)
 	nrma_dlist_insert_tail(&stall->link, &x->stalled_reads);
 }
 
-void nrma_stalled_retry(struct nrma_ep *ep)
+void nrma_recv_stalled_retry(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
 
@@ -423,7 +423,7 @@ void nrma_stalled_retry(struct nrma_ep *ep)
 		if (s->conn)
 			s->conn->refs--;
 		recv_read_start(ep, op, recv_hdr(ep, s->buf), s);
-		nrma_rx_buf_release(ep, s->buf);
+		nrma_recv_buf_release(ep, s->buf);
 	}
 }
 
@@ -454,7 +454,7 @@ static bool recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	return false;
 }
 
-void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
+void nrma_recv_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	struct nrma_rx_entry *rx = op->read.rx;
 
@@ -477,7 +477,7 @@ void nrma_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 	} else {
 		recv_report(ep, rx, op->read.rx_buf, op->len, op->read.rx_flags,
 			    op->read.cq_data, op->read.tag,
-			    nrma_source_of(ep, op->conn), op->read.truncated);
+			    nrma_rx_source(ep, op->conn), op->read.truncated);
 	}
 	/* The sender waits for word either way. */
 	recv_ack_send(ep, op->conn, op->read.peer_token, op->error);
@@ -524,7 +524,7 @@ static void recv_malformed(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 {
 	NRMA_WARN(FI_LOG_EP_DATA, "malformed message (%u bytes) dropped%s\n",
 		  len, conn ? "; closing its connection" : "");
-	nrma_rx_buf_release(ep, buf);
+	nrma_recv_buf_release(ep, buf);
 	if (conn)
 		nrma_conn_fail(conn, -FI_EIO);
 }
@@ -564,7 +564,7 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		uint64_t token = hdr->token;
 		bool failed = hdr->flags & NRMA_HDR_NACK;
 
-		nrma_rx_buf_release(ep, buf);
+		nrma_recv_buf_release(ep, buf);
 		nrma_send_acked(ep, token, conn, failed);
 		return;
 	}
@@ -578,7 +578,7 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		return;
 	}
 	if (!recv_deliver(ep, rx, buf, len, conn))
-		nrma_rx_buf_release(ep, buf);
+		nrma_recv_buf_release(ep, buf);
 }
 
 /* Posting receives, to an endpoint's own context or a shared one */
@@ -593,7 +593,7 @@ static void recv_deliver_held(struct nrma_rx_entry *rx,
 
 	nrma_match_forget(unexp);
 	if (!kept)
-		nrma_rx_buf_release(ep, buf);
+		nrma_recv_buf_release(ep, buf);
 }
 
 /*
@@ -703,7 +703,7 @@ static void recv_report_held(void *context, const struct nrma_unexp *unexp,
 			(hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0),
 		.data = hdr->cq_data,
 		.tag = hdr->tag,
-		.src = nrma_source_of(ep, unexp->peer),
+		.src = nrma_rx_source(ep, unexp->peer),
 	};
 
 	nrma_comp_rx_event(ep, &comp);
@@ -722,7 +722,7 @@ static void recv_drop_held(struct nrma_unexp *unexp, bool failed)
 	if (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ))
 		recv_ack_send(ep, unexp->peer, hdr->token, failed);
 	nrma_match_forget(unexp);
-	nrma_rx_buf_release(ep, buf);
+	nrma_recv_buf_release(ep, buf);
 }
 
 static void recv_discard(struct nrma_unexp *unexp)
@@ -793,7 +793,8 @@ static ssize_t recv_claimed(struct nrma_rx_ctx *rc,
 	return 0;
 }
 
-ssize_t nrma_rx_ctx_recv(struct nrma_rx_ctx *rc, const struct nrma_recv_args *a)
+ssize_t nrma_recv_ctx_recv(struct nrma_rx_ctx *rc,
+			   const struct nrma_recv_args *a)
 {
 	if (!recv_args_valid(rc, a))
 		return -FI_EINVAL;
@@ -814,7 +815,7 @@ static void recv_cancelled(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx)
 		nrma_rx_entry_done(&rc->match, rx); /* nobody to tell */
 }
 
-ssize_t nrma_rx_ctx_cancel(struct nrma_rx_ctx *rc, void *context)
+ssize_t nrma_recv_ctx_cancel(struct nrma_rx_ctx *rc, void *context)
 {
 	struct nrma_rx_entry *rx = nrma_match_cancel(&rc->match, context);
 
@@ -849,7 +850,7 @@ void nrma_recv_discard(struct nrma_ep *ep)
 
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
 {
-	return nrma_rx_ctx_cancel(ep->xfer->rx, context);
+	return nrma_recv_ctx_cancel(ep->xfer->rx, context);
 }
 
 /* Closing */
@@ -867,7 +868,7 @@ static void recv_reads_dropped(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx,
 	nrma_rx_entry_done(&rc->match, rx);
 }
 
-void nrma_rx_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
+void nrma_recv_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_dlist *item;
@@ -903,11 +904,11 @@ static void recv_refuse_held(struct nrma_unexp *unexp)
 /*
  * rc closes while ep stays (a scalable endpoint's receive context): the
  * messages ep holds for it are refused, and ep's reads into its receives
- * end unreported, then refuse their messages (nrma_read_finish).  The
+ * end unreported, then refuse their messages (nrma_recv_read_finish).  The
  * device may still be writing into those receives' buffers until then
- * (nrma_rx_reads_orphaned).
+ * (nrma_recv_reads_orphaned).
  */
-void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
+void nrma_recv_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_dlist *item, *next;
@@ -923,7 +924,7 @@ void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 		recv_ack_send(ep, st->conn, recv_hdr(ep, st->buf)->token, true);
 		if (st->conn)
 			st->conn->refs--;
-		nrma_rx_buf_release(ep, st->buf);
+		nrma_recv_buf_release(ep, st->buf);
 	}
 	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {
 		struct nrma_op *op = nrma_op_at(x, i);
@@ -938,11 +939,11 @@ void nrma_rx_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 			op->queued = false;
 		}
 		if (!op->wc_pending)
-			nrma_read_finish(ep, op);
+			nrma_recv_read_finish(ep, op);
 	}
 }
 
-bool nrma_rx_reads_orphaned(struct nrma_ep *ep)
+bool nrma_recv_reads_orphaned(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
 

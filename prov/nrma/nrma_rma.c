@@ -259,7 +259,7 @@ void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 		nrma_iov_scatter(op->iov, op->iov_count, 0,
 				 nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
 				 op->len);
-	nrma_op_report(ep, op);
+	nrma_tx_report(ep, op);
 	nrma_tx_ended(ep->xfer);
 	nrma_op_free(ep->xfer, op);
 }
@@ -306,7 +306,7 @@ void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 		.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		.len = wc->len,
 		.data = wc->imm,
-		.src = nrma_source_of(ep, conn),
+		.src = nrma_rx_source(ep, conn),
 	};
 	struct nrma_ep *reporter = rma_data_reporter(ep);
 

@@ -99,7 +99,7 @@ static int send_go(struct nrma_xfer *x, struct nrma_op *op)
 	if (ret)
 		nrma_credit_untake(op->conn, NRMA_CREDIT_MSG);
 	else
-		op->sent_ms = nrma_now_ms();
+		op->sent_ms = nrma_xfer_now_ms();
 	return ret;
 }
 
@@ -116,7 +116,7 @@ static int send_start(struct nrma_ep *ep, struct nrma_op *op)
 
 static int send_wait_connection(struct nrma_xfer *x, struct nrma_op *op)
 {
-	op->sent_ms = nrma_now_ms();
+	op->sent_ms = nrma_xfer_now_ms();
 	nrma_dlist_insert_tail(&op->link, &x->connecting);
 	return 0;
 }
@@ -197,7 +197,7 @@ void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	if (op->wc_pending || op->ack_pending)
 		return;
-	nrma_op_report(ep, op);
+	nrma_tx_report(ep, op);
 	nrma_tx_ended(ep->xfer);
 	nrma_op_free(ep->xfer, op);
 }
@@ -230,7 +230,7 @@ void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 void nrma_send_check_peers(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
-	int64_t now = nrma_now_ms();
+	int64_t now = nrma_xfer_now_ms();
 
 	if (now - x->checked_ms < NRMA_ACK_PROBE_MS)
 		return;
@@ -241,7 +241,7 @@ void nrma_send_check_peers(struct nrma_ep *ep)
 		if (nrma_token_in_use(&x->ops, i) && op->kind == NRMA_OP_SEND &&
 		    op->conn && (op->ack_pending || op->queued) &&
 		    !op->wc_pending && now - op->sent_ms >= NRMA_ACK_PROBE_MS)
-			nrma_probe(ep, op->conn);
+			nrma_tx_probe(ep, op->conn);
 	}
 }
 
@@ -302,7 +302,7 @@ void nrma_send_connecting(struct nrma_ep *ep)
 		struct nrma_op *op =
 			nrma_container_of(item, struct nrma_op, link);
 		struct nrma_conn *conn;
-		int ret = nrma_xfer_connection(ep, op->dest, &conn);
+		int ret = nrma_tx_connection(ep, op->dest, &conn);
 
 		if (ret == -FI_EAGAIN)
 			continue;

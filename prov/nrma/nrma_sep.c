@@ -360,11 +360,11 @@ static void rxc_await_reads(struct nrma_ep *core)
 
 	for (;;) {
 		pthread_mutex_lock(core->lock);
-		busy = core->enabled && nrma_rx_reads_orphaned(core);
+		busy = core->enabled && nrma_recv_reads_orphaned(core);
 		pthread_mutex_unlock(core->lock);
 		if (!busy)
 			return;
-		nrma_ep_progress(core);
+		nrma_progress_ep(core);
 		sched_yield();
 	}
 }
@@ -380,7 +380,7 @@ static int rxc_close(struct fid *fid)
 
 	rxc_disable(rxc);
 	pthread_mutex_lock(sep->core->lock);
-	nrma_rx_ctx_drop(&rxc->rc, sep->core);
+	nrma_recv_ctx_drop(&rxc->rc, sep->core);
 	sep->rx[rxc->index] = NULL;
 	sep->rcs[rxc->index] = NULL;
 	pthread_mutex_unlock(sep->core->lock);
@@ -422,7 +422,7 @@ static ssize_t rxc_cancel(fid_t fid, void *context)
 	ssize_t ret;
 
 	pthread_mutex_lock(rxc->view.lock);
-	ret = nrma_rx_ctx_cancel(&rxc->rc, context);
+	ret = nrma_recv_ctx_cancel(&rxc->rc, context);
 	pthread_mutex_unlock(rxc->view.lock);
 	return ret;
 }

@@ -121,7 +121,7 @@ void nrma_ctx_unbind(struct nrma_ep *ep)
 		return;
 	pthread_mutex_lock(ep->lock);
 	if (ep->srx) {
-		nrma_rx_ctx_leave(&srx_of_fid(ep->srx)->rc, ep);
+		nrma_recv_ctx_leave(&srx_of_fid(ep->srx)->rc, ep);
 		atomic_fetch_sub(&srx_of_fid(ep->srx)->ref, 1);
 	}
 	if (ep->stx) {
@@ -139,7 +139,7 @@ static ssize_t nrma_srx_cancel(fid_t fid, void *context)
 	ssize_t ret;
 
 	pthread_mutex_lock(&srx->domain->ctx_lock);
-	ret = nrma_rx_ctx_cancel(&srx->rc, context);
+	ret = nrma_recv_ctx_cancel(&srx->rc, context);
 	pthread_mutex_unlock(&srx->domain->ctx_lock);
 	return ret;
 }

@@ -165,11 +165,6 @@ struct nrma_rx_ctx {
 	struct nrma_ep *reporter;
 };
 
-int nrma_rx_ctx_init(struct nrma_rx_ctx *rc, size_t size, uint64_t caps,
-		     size_t iov_limit);
-void nrma_rx_ctx_fini(struct nrma_rx_ctx *rc);
-int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
-
 /*
  * A transmit budget: how many application transmits may be in flight.
  * Each endpoint has its own; those bound to a shared transmit context
@@ -256,7 +251,7 @@ static inline bool nrma_xfer_waiting(const struct nrma_xfer *x)
 	       !nrma_dlist_empty(&x->credit_owed);
 }
 
-/* Receive buffers (nrma_xfer.c) */
+/* Receive buffers and contexts (nrma_rx.c) */
 static inline void *nrma_rx_buf(const struct nrma_xfer *x, uint32_t buf)
 {
 	return nrma_chunkpool_buf(&x->rx_bufs, buf);
@@ -268,6 +263,10 @@ static inline struct nrma_rx_slot *nrma_rx_slot_of(const struct nrma_xfer *x,
 	return nrma_chunkpool_rec(&x->rx_bufs, buf);
 }
 
+/* The pool of ep->xfer, its first chunk registered; the queue is at most
+ * srq_max deep. */
+int nrma_rx_bufs_init(struct nrma_ep *ep, size_t srq_max);
+void nrma_rx_bufs_fini(struct nrma_xfer *x);
 uint32_t nrma_rx_lkey(const struct nrma_xfer *x, uint32_t buf);
 /*
  * n more buffers posted on the shared receive queue (a connection's
@@ -276,9 +275,16 @@ uint32_t nrma_rx_lkey(const struct nrma_xfer *x, uint32_t buf);
  */
 int nrma_rx_bufs_add(struct nrma_ep *ep, size_t n);
 /* Keeps the shared receive queue full while free buffers last. */
-void nrma_srq_fill(struct nrma_ep *ep);
+void nrma_rx_srq_fill(struct nrma_ep *ep);
+int nrma_rx_ctx_init(struct nrma_rx_ctx *rc, size_t size, uint64_t caps,
+		     size_t iov_limit);
+void nrma_rx_ctx_fini(struct nrma_rx_ctx *rc);
+int nrma_rx_ctx_join(struct nrma_rx_ctx *rc, struct nrma_ep *ep);
+/* The fi_addr_t of conn's peer, for FI_SOURCE and directed receives. */
+fi_addr_t nrma_rx_peer_addr(struct nrma_ep *ep, struct nrma_conn *conn);
+fi_addr_t nrma_rx_source(struct nrma_ep *ep, struct nrma_conn *conn);
 
-/* Operations and posting (nrma_xfer.c) */
+/* Operations (nrma_op.c) */
 struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 			      struct nrma_conn *conn);
 void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op);
@@ -291,8 +297,10 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
 int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,
 		   struct nrma_verbs_mr **vmr, uint64_t *key);
+
+/* Transmits (nrma_tx.c) */
 /* Reports an operation the application initiated. */
-void nrma_op_report(struct nrma_ep *ep, const struct nrma_op *op);
+void nrma_tx_report(struct nrma_ep *ep, const struct nrma_op *op);
 ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
 				const struct nrma_op *op, size_t len);
@@ -323,14 +331,6 @@ struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 /* An application transmit went out, or ended (x->tx and x->sends). */
 void nrma_tx_started(struct nrma_xfer *x);
 void nrma_tx_ended(struct nrma_xfer *x);
-/* ep's messages name one of the n receive contexts rcs (scalable). */
-void nrma_xfer_name_rx(struct nrma_ep *ep, struct nrma_rx_ctx **rcs, size_t n);
-/* ep's transmits count against tx (a shared transmit context's), or,
- * with tx NULL, against its own budget again. */
-void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx);
-/* The fi_addr_t of conn's peer, for FI_SOURCE and directed receives. */
-fi_addr_t nrma_peer_fi_addr(struct nrma_ep *ep, struct nrma_conn *conn);
-fi_addr_t nrma_source_of(struct nrma_ep *ep, struct nrma_conn *conn);
 
 /*
  * Posts one application transmit over conn; len is its payload.  With
@@ -342,11 +342,20 @@ typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
 ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 		       const void *args, size_t len, bool may_wait);
 /* The connection to dest once it is up (-FI_EAGAIN until), or why not. */
-int nrma_xfer_connection(struct nrma_ep *ep, fi_addr_t dest,
-			 struct nrma_conn **conn);
+int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
+		       struct nrma_conn **conn);
 int nrma_tx_flags_check(uint64_t flags);
 ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
 		    const struct iovec *iov, size_t count, uint64_t flags);
+/* Asks conn's peer for a zero-byte write: an error fails conn. */
+void nrma_tx_probe(struct nrma_ep *ep, struct nrma_conn *conn);
+
+/* The data path's state (nrma_xfer.c) */
+/* ep's messages name one of the n receive contexts rcs (scalable). */
+void nrma_xfer_name_rx(struct nrma_ep *ep, struct nrma_rx_ctx **rcs, size_t n);
+/* ep's transmits count against tx (a shared transmit context's), or,
+ * with tx NULL, against its own budget again. */
+void nrma_xfer_share_tx(struct nrma_ep *ep, struct nrma_tx_budget *tx);
 
 /*
  * A send that waits this long for its ACK has its peer probed, so that a
@@ -357,10 +366,8 @@ ssize_t nrma_tx_len(const struct nrma_ep *ep, enum nrma_xfer_class class,
 /* How often connections are watched for stalls (FI_NRMA_STALL_MS). */
 #define NRMA_STALL_CHECK_MS 1000
 /* CLOCK_MONOTONIC_COARSE's tick at the slowest (HZ=100), which
- * nrma_now_ms() may lag the time by. */
+ * nrma_xfer_now_ms() may lag the time by. */
 #define NRMA_CLOCK_TICK_MS  10
-int64_t nrma_now_ms(void);
-/* Asks conn's peer for a zero-byte write: an error fails conn. */
-void nrma_probe(struct nrma_ep *ep, struct nrma_conn *conn);
+int64_t nrma_xfer_now_ms(void);
 
 #endif /* NRMA_XFER_H */

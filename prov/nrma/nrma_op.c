@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Operations (struct nrma_op, nrma_xfer.h): records in the endpoint's
+ * token table, and the posting of their work requests as one chain.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "nrma_xfer.h"
+
+struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index)
+{
+	return nrma_token_slot(&x->ops, index);
+}
+
+uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op)
+{
+	return nrma_token_of(&x->ops, nrma_token_index(&x->ops, op));
+}
+
+struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
+			      struct nrma_conn *conn)
+{
+	/* Only a send's token goes to the peer (its ACK names it). */
+	int64_t index = kind == NRMA_OP_SEND ? nrma_token_get(&x->ops) :
+					       nrma_token_get_local(&x->ops);
+	struct nrma_op *op;
+
+	if (index < 0)
+		return NULL;
+	op = nrma_op_at(x, index);
+	memset(op, 0, offsetof(struct nrma_op, resolving));
+	op->kind = kind;
+	op->conn = conn;
+	op->buf = -1;
+	if (conn)
+		conn->refs++;
+	return op;
+}
+
+void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)
+{
+	for (size_t i = 0; i < op->mr_count; i++)
+		nrma_verbs_mr_dereg(op->mr[i]);
+	if (op->buf >= 0)
+		nrma_bufpool_put(&x->tx_bufs, op->buf);
+	if (op->conn)
+		op->conn->refs--;
+	nrma_token_put(&x->ops, nrma_token_index(&x->ops, op));
+}
+
+/* An operation with a bounce buffer, or NULL when either has run out. */
+struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
+				  struct nrma_conn *conn)
+{
+	struct nrma_op *op = nrma_op_alloc(x, kind, conn);
+
+	if (op && (op->buf = nrma_bufpool_get(&x->tx_bufs)) < 0) {
+		nrma_op_free(x, op);
+		return NULL;
+	}
+	return op;
+}
+
+/*
+ * Posts an operation's work requests if its queue pair has room for all.
+ * A queue pair that breaks halfway fails its connection; the operation
+ * then ends, with its error, once what did go out is flushed.
+ */
+int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
+		 size_t count)
+{
+	size_t posted;
+	int ret;
+
+	if (op->conn->state != NRMA_CONN_CONNECTED)
+		return -FI_ECONNRESET;
+	if (op->conn->sq_free < count)
+		return -FI_EAGAIN;
+	/* RC completes in order: one completion covers the whole chain. */
+	for (size_t i = 0; i < count; i++) {
+		wr[i].wr_id = nrma_token_index(&x->ops, op);
+		wr[i].signaled = i + 1 == count;
+	}
+	wr[count - 1].wr_id |= (uint64_t) count << NRMA_WR_SLOTS_SHIFT;
+	ret = nrma_verbs_post(op->conn->qp, wr, count, &posted);
+	op->conn->sq_free -= posted;
+	if (posted == count)
+		op->wc_pending++;
+	else /* each is flushed with a completion of its own */
+		op->wc_orphans += (unsigned int) posted;
+	if (!ret || (ret == -FI_EAGAIN && !posted))
+		return ret;
+	/* Half an operation (a write without its notification) is none. */
+	nrma_conn_fail(op->conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
+	if (!posted)
+		return ret;
+	op->error = FI_EIO;
+	return 0;
+}
+
+/*
+ * The registration the device uses for an application buffer: its
+ * descriptor's, if that allows the access (without FI_MR_LOCAL an
+ * application may pass any descriptor), else one the operation makes and
+ * holds until it completes.  The device may always read a write's source.
+ */
+int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
+		   const struct iovec *iov, uint64_t access,
+		   struct nrma_verbs_mr **vmr, uint64_t *key)
+{
+	uint64_t needed = access == FI_WRITE ? 0 : access;
+	int ret;
+
+	if (desc && (desc->access & needed) == needed) {
+		*vmr = desc->verbs;
+		*key = desc->verbs_key;
+		return 0;
+	}
+	ret = nrma_verbs_mr_reg(ep->domain->verbs, iov->iov_base, iov->iov_len,
+				access, &op->mr[op->mr_count], key);
+	if (ret)
+		return ret;
+	*vmr = op->mr[op->mr_count++];
+	return 0;
+}
