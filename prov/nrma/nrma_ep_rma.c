@@ -7,6 +7,7 @@
 #include <rdma/fi_rma.h>
 
 #include "nrma.h"
+#include "nrma_iov.h"
 #include "nrma_rkey.h"
 #include "nrma_xfer.h"
 
@@ -78,8 +79,7 @@ static ssize_t ep_rma_iov(struct fid_ep *ep_fid, const struct iovec *iov,
 		.flags = nrma_path_of(ep_fid)->tx_op_flags | flags,
 	};
 
-	for (size_t i = 0; iov && i < count; i++)
-		a.len += iov[i].iov_len;
+	a.len = iov ? nrma_iov_len(iov, count) : 0;
 	return ep_rma_submit(ep_fid, &a);
 }
 
@@ -139,10 +139,13 @@ static ssize_t ep_rma_writedata(struct fid_ep *ep_fid, const void *buf,
 			  FI_WRITE | FI_REMOTE_CQ_DATA, context);
 }
 
-/* Injected writes complete at once for the caller: no CQ entry. */
-static ssize_t ep_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
+/*
+ * Injected writes complete at once for the caller: no CQ entry.  flags
+ * adds FI_REMOTE_CQ_DATA for fi_inject_writedata.
+ */
+static ssize_t ep_rma_inject_buf(struct fid_ep *ep_fid, const void *buf,
 				 size_t len, uint64_t data, fi_addr_t dest,
-				 uint64_t addr, uint64_t key)
+				 uint64_t addr, uint64_t key, uint64_t flags)
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 	struct nrma_rma_args a = {
@@ -153,30 +156,26 @@ static ssize_t ep_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 		.len = len,
 		.key = key,
 		.data = data,
-		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT |
-							   FI_REMOTE_CQ_DATA),
+		.flags =
+			nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT | flags),
 		.silent = true,
 	};
 
-	return ep_rma_submit(ep_fid, &a);
+	return ep_rma_write_small(ep_fid, &a);
+}
+
+static ssize_t ep_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
+				 size_t len, uint64_t data, fi_addr_t dest,
+				 uint64_t addr, uint64_t key)
+{
+	return ep_rma_inject_buf(ep_fid, buf, len, data, dest, addr, key,
+				 FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t ep_rma_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 			     fi_addr_t dest, uint64_t addr, uint64_t key)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_rma_args a = {
-		.iov = &iov,
-		.count = 1,
-		.dest = dest,
-		.addr = addr,
-		.len = len,
-		.key = key,
-		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT),
-		.silent = true,
-	};
-
-	return ep_rma_write_small(ep_fid, &a);
+	return ep_rma_inject_buf(ep_fid, buf, len, 0, dest, addr, key, 0);
 }
 
 struct fi_ops_rma nrma_ep_rma_ops = {

@@ -8,11 +8,7 @@
  * thread of nrma_cm_thread.c.  Connection management reports back
  * through the callbacks at the end of this file.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "nrma_batch.h"
 #include "nrma_comp.h"
@@ -198,7 +194,8 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 			     nrma_params.stall_ms + NRMA_CLOCK_TICK_MS);
 }
 
-/* A disabled endpoint's device completes nothing more (nrma_progress_disable). */
+/* A disabled endpoint's device completes nothing more
+ * (nrma_progress_disable). */
 int nrma_progress_poll(struct nrma_ep *ep)
 {
 	struct nrma_wc wc[NRMA_POLL_BATCH];

@@ -7,8 +7,8 @@
  * transmit call tries it again once progress unsealed the slot (or says
  * -FI_EAGAIN after a while, as the first operation to a peer does while
  * it connects).  What the slot says serves the retry and every later
- * operation on the connection, until the peer
- * says its table changed.  It says so when a slot is removed or changed
+ * operation on the connection, until the peer says its table changed.
+ * It says so when a slot is removed or changed
  * (fi_close of a registration, a grown notification set), with a
  * fetch-and-add to the third word of the connection's credit cell, and
  * waits until its peers have it before the region goes: what we read
@@ -142,10 +142,10 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		rk->state = NRMA_RKEY_UNKNOWN;
 		rkey_read(ep, conn, rk);
 	}
-	/* Still on its way, or no longer what we asked for. */
-	if (rk->state == NRMA_RKEY_READING || rkey_stale(rk, conn, key))
-		return rk->state == NRMA_RKEY_READING ? -FI_EINPROGRESS :
-							-FI_EAGAIN;
+	if (rk->state == NRMA_RKEY_READING)
+		return -FI_EINPROGRESS; /* still on its way */
+	if (rkey_stale(rk, conn, key))
+		return -FI_EAGAIN; /* no longer what we asked for */
 	if (rk->state == NRMA_RKEY_ABSENT) {
 		rk->state = NRMA_RKEY_UNKNOWN; /* the next use asks again */
 		return -FI_EACCES;
