@@ -298,6 +298,8 @@ static void s6_target(struct rt_node *t, struct fid_nrma_nset *small)
 	       "after growing, counters 137, 1000 and 5 read %" PRIu64
 	       ", %" PRIu64 " and %" PRIu64 ", expected 4, 1 and 1",
 	       set_read(small, 137), set_read(small, 1000), set_read(small, 5));
+	/* Read before the initiator's next write-notify to 1000 lands. */
+	itest_signal(&pc[0], SIG_GO);
 	c = rt_cq_wait(t->rx, "the writedata-notify's entry");
 	RT_EXPECT_COMP(c, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		       FI_SEND | FI_RECV, "the writedata-notify's entry");
@@ -539,6 +541,7 @@ static void s6_initiator(struct rt_node *n, struct notifier *p)
 		"writedata-notify to 5");
 	rt_cq_wait(n->tx, "writedata-notify to 5");
 	itest_signal(&cc, SIG_DONE);
+	rt_expect(&cc, SIG_GO, "the target's look at the grown set");
 	p->set = old;
 	p->index = 137;
 	RT_POST(small_post(n, 0, p), "the old descriptor");
