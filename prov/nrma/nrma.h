@@ -189,24 +189,25 @@ extern size_t nrma_device_count;
 
 /* Attributes and hint matching (nrma_attr.c). */
 /* What dev offers for endpoints of type (FI_EP_RDM or FI_EP_MSG). */
-struct fi_info *nrma_info_alloc(const struct nrma_device *dev,
-				enum fi_ep_type type);
+struct fi_info *nrma_attr_info_alloc(const struct nrma_device *dev,
+				     enum fi_ep_type type);
 /* Registrations a domain on dev holds at once: fi_info's mr_cnt. */
-size_t nrma_mr_cnt(const struct nrma_device *dev);
-int nrma_info_match(uint32_t version, const struct fi_info *prov,
+size_t nrma_attr_mr_cnt(const struct nrma_device *dev);
+int nrma_attr_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints);
 /* caps with the directions fi_getinfo(3) implies where none is named. */
-uint64_t nrma_caps_with_directions(uint64_t caps);
+uint64_t nrma_attr_caps_with_directions(uint64_t caps);
 /* -FI_EINVAL when an endpoint's info asks for more than dev offers. */
-int nrma_info_check_ep(const struct nrma_device *dev,
+int nrma_attr_check_ep(const struct nrma_device *dev,
 		       const struct fi_info *info);
-void nrma_info_narrow(uint32_t version, struct fi_info *info,
+void nrma_attr_narrow(uint32_t version, struct fi_info *info,
 		      const struct fi_info *hints);
-int nrma_fabric_name(const struct sockaddr_in *addr,
-		     const struct sockaddr_in *netmask, char *buf, size_t len);
-int nrma_getinfo(uint32_t version, const char *node, const char *service,
-		 uint64_t flags, const struct fi_info *hints,
-		 struct fi_info **info);
+int nrma_attr_fabric_name(const struct sockaddr_in *addr,
+			  const struct sockaddr_in *netmask, char *buf,
+			  size_t len);
+int nrma_attr_getinfo(uint32_t version, const char *node, const char *service,
+		      uint64_t flags, const struct fi_info *hints,
+		      struct fi_info **info);
 
 /* Error entries grew err_data_size in API 1.5; older callers get less. */
 static inline size_t nrma_err_entry_size(uint32_t version, size_t full,
@@ -311,13 +312,13 @@ struct nrma_remote_cntrs {
 };
 
 /* Binds cntr to the words that flags (FI_REMOTE_WRITE/READ) name. */
-int nrma_remote_cntrs_bind(struct nrma_remote_cntrs *remote,
-			   struct nrma_domain *domain, struct nrma_cntr *cntr,
-			   uint64_t flags);
+int nrma_cntr_remote_bind(struct nrma_remote_cntrs *remote,
+			  struct nrma_domain *domain, struct nrma_cntr *cntr,
+			  uint64_t flags);
 /* The rkey peers bump the words with; 0 while nothing is bound. */
-uint32_t nrma_remote_cntrs_rkey(const struct nrma_remote_cntrs *remote);
+uint32_t nrma_cntr_remote_rkey(const struct nrma_remote_cntrs *remote);
 /* Stops the atomics first; the counters keep what they counted. */
-void nrma_remote_cntrs_close(struct nrma_remote_cntrs *remote);
+void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote);
 
 /* Memory registration */
 struct nrma_mr {
@@ -533,18 +534,18 @@ static inline bool nrma_ep_is_msg(const struct nrma_ep *ep)
 /* Shared contexts (nrma_srx.c) */
 int nrma_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr,
 		  struct fid_ep **srx, void *context);
-int nrma_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
-		  struct fid_stx **stx, void *context);
+int nrma_srx_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
+		      struct fid_stx **stx, void *context);
 int nrma_srx_bind(struct nrma_ep *ep, struct fid *srx);
-int nrma_stx_bind(struct nrma_ep *ep, struct fid *stx);
-void nrma_ctx_unbind(struct nrma_ep *ep);
+int nrma_srx_stx_bind(struct nrma_ep *ep, struct fid *stx);
+void nrma_srx_ctx_unbind(struct nrma_ep *ep);
 ssize_t nrma_srx_recv(struct fid_ep *srx, const struct nrma_recv_args *a);
 /* A context's receive attributes: base, narrowed by what is wanted. */
-int nrma_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
-		     const struct fi_rx_attr *want);
+int nrma_srx_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
+			 const struct fi_rx_attr *want);
 /* A context's transmit attributes: base, with the flags wanted. */
-int nrma_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
-		     const struct fi_tx_attr *want);
+int nrma_srx_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
+			 const struct fi_tx_attr *want);
 uint64_t nrma_srx_op_flags(struct fid_ep *srx);
 extern struct fi_ops_msg nrma_srx_msg_ops;
 extern struct fi_ops_tagged nrma_srx_tagged_ops;
@@ -553,7 +554,8 @@ extern struct fi_ops_tagged nrma_srx_tagged_ops;
 #define NRMA_SEP_CTX_MAX 16 /* contexts each way, each an endpoint's worth */
 int nrma_sep_open(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **sep, void *context);
-ssize_t nrma_rxc_recv(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
+ssize_t nrma_sep_rxc_recv(struct fid_ep *ep_fid,
+			  const struct nrma_recv_args *a);
 extern struct fi_ops_msg nrma_txc_msg_ops;
 extern struct fi_ops_tagged nrma_txc_tagged_ops;
 
@@ -561,18 +563,20 @@ extern struct fi_ops_tagged nrma_txc_tagged_ops;
 int nrma_pep_open(struct fid_fabric *fabric, struct fi_info *info,
 		  struct fid_pep **pep, void *context);
 /* Whether handle is one of fabric's FI_CONNREQ requests not yet done. */
-bool nrma_connreq_known(struct nrma_fabric *fabric, const struct fid *handle);
+bool nrma_pep_connreq_known(struct nrma_fabric *fabric,
+			    const struct fid *handle);
 /*
  * An endpoint (its cm) answers the request from now on: -FI_EINVAL if handle is
  * not a request of fabric's or another endpoint or fi_reject answered it,
  * -FI_ECONNABORTED if its passive endpoint closed first (which refused it).
  */
-int nrma_connreq_take(struct nrma_fabric *fabric, const struct fid *handle,
-		      struct nrma_cm *cm, struct nrma_cm_req **req);
+int nrma_pep_connreq_take(struct nrma_fabric *fabric, const struct fid *handle,
+			  struct nrma_cm *cm, struct nrma_cm_req **req);
 /* Accepted: what is left of it goes. */
-void nrma_connreq_done(struct nrma_fabric *fabric, struct nrma_cm_req *req);
+void nrma_pep_connreq_done(struct nrma_fabric *fabric, struct nrma_cm_req *req);
 /* Its endpoint closed without accepting it: refused. */
-void nrma_connreq_refuse(struct nrma_fabric *fabric, struct nrma_cm_req *req);
+void nrma_pep_connreq_refuse(struct nrma_fabric *fabric,
+			     struct nrma_cm_req *req);
 /* The bound address of an open passive endpoint (handle), or NULL. */
 struct rdma_cm_id *nrma_pep_release(struct nrma_fabric *fabric,
 				    const struct fid *handle);
@@ -581,14 +585,15 @@ int nrma_ep_open2(struct fid_domain *domain, struct fi_info *info,
 
 /* Options and operation flags (nrma_ep_opt.c) */
 void nrma_ep_opt_init(struct nrma_ep *ep);
-int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
-		   size_t *optlen);
-int nrma_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-		   size_t optlen);
+int nrma_ep_opt_get(fid_t fid, int level, int optname, void *optval,
+		    size_t *optlen);
+int nrma_ep_opt_set(fid_t fid, int level, int optname, const void *optval,
+		    size_t optlen);
 /* An option's value out to optval, or -FI_ETOOSMALL and the size needed. */
-int nrma_opt_put(void *optval, size_t *optlen, const void *value, size_t len);
-int nrma_ep_op_flags_get(struct nrma_ep_path *path, uint64_t *flags);
-int nrma_ep_op_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
+int nrma_ep_opt_put(void *optval, size_t *optlen, const void *value,
+		    size_t len);
+int nrma_ep_opt_flags_get(struct nrma_ep_path *path, uint64_t *flags);
+int nrma_ep_opt_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
 
 /* Progress (nrma_progress.c): with manual progress, the caller's. */
 void nrma_progress_ep(struct nrma_ep *ep);
@@ -762,13 +767,13 @@ size_t nrma_xfer_rx_left(const struct nrma_ep *ep);
 extern struct fi_ops_msg nrma_msg_ops;
 extern struct fi_ops_tagged nrma_tagged_ops;
 /* fi_recv and friends on any receiving fid (nrma_msg.c). */
-ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
+ssize_t nrma_msg_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
 /* fi_send and friends, msg's and tagged (nrma_msg.c). */
 ssize_t nrma_msg_submit(struct fid_ep *ep_fid, const struct nrma_send_args *a);
 /* nrma_msg_submit of one buffer: a says all but where it is. */
 ssize_t nrma_msg_submit_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
 			    struct nrma_send_args a);
-uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid);
+uint64_t nrma_msg_rx_op_flags(struct fid_ep *ep_fid);
 extern struct fi_ops_rma nrma_ep_rma_ops;
 extern struct fi_ops_atomic nrma_ep_atomic_ops;
 int nrma_ep_atomic_query(struct fid_domain *domain, enum fi_datatype datatype,

@@ -70,8 +70,9 @@ static uint64_t mr_mode_required(uint64_t caps)
 	return (caps & NRMA_RMA_TARGET_CAPS) ? NRMA_MR_REQUIRED : 0;
 }
 
-int nrma_fabric_name(const struct sockaddr_in *addr,
-		     const struct sockaddr_in *netmask, char *buf, size_t len)
+int nrma_attr_fabric_name(const struct sockaddr_in *addr,
+			  const struct sockaddr_in *netmask, char *buf,
+			  size_t len)
 {
 	struct in_addr net = {
 		.s_addr = addr->sin_addr.s_addr & netmask->sin_addr.s_addr,
@@ -87,7 +88,7 @@ int nrma_fabric_name(const struct sockaddr_in *addr,
 }
 
 /* At most what MR keys can name (nrma_proto.h). */
-size_t nrma_mr_cnt(const struct nrma_device *dev)
+size_t nrma_attr_mr_cnt(const struct nrma_device *dev)
 {
 	return min_size(min_size(dev->limits.max_mr, nrma_params.mr_max),
 			NRMA_KEY_SLOTS_MAX);
@@ -152,16 +153,17 @@ static void fill_attrs(struct fi_info *info, const struct nrma_device *dev,
 	info->domain_attr->max_ep_srx_ctx = 1;
 	info->domain_attr->cntr_cnt = nrma_params.cntr_max;
 	info->domain_attr->mr_iov_limit = 1; /* a verbs MR is contiguous */
-	info->domain_attr->mr_cnt = nrma_mr_cnt(dev);
+	info->domain_attr->mr_cnt = nrma_attr_mr_cnt(dev);
 }
 
-struct fi_info *nrma_info_alloc(const struct nrma_device *dev,
-				enum fi_ep_type type)
+struct fi_info *nrma_attr_info_alloc(const struct nrma_device *dev,
+				     enum fi_ep_type type)
 {
 	struct fi_info *info;
 	char fabric[64];
 
-	if (nrma_fabric_name(&dev->addr, &dev->netmask, fabric, sizeof(fabric)))
+	if (nrma_attr_fabric_name(&dev->addr, &dev->netmask, fabric,
+				  sizeof(fabric)))
 		return NULL;
 	info = fi_allocinfo();
 	if (!info)
@@ -345,7 +347,7 @@ static bool op_flags_uncapped(const struct fi_info *info, uint64_t caps)
 		!nrma_op_flags_capped(info->rx_attr->op_flags, caps));
 }
 
-int nrma_info_match(uint32_t version, const struct fi_info *prov,
+int nrma_attr_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints)
 {
 	uint64_t asked_only;
@@ -384,10 +386,10 @@ int nrma_info_match(uint32_t version, const struct fi_info *prov,
  * offer is a default, and a larger one costs memory (the transmit budget)
  * or is the device's to refuse (the shared receive queue).
  */
-int nrma_info_check_ep(const struct nrma_device *dev,
+int nrma_attr_check_ep(const struct nrma_device *dev,
 		       const struct fi_info *info)
 {
-	struct fi_info *prov = nrma_info_alloc(dev, info->ep_attr->type);
+	struct fi_info *prov = nrma_attr_info_alloc(dev, info->ep_attr->type);
 	bool unmet;
 
 	if (!prov)
@@ -409,7 +411,7 @@ int nrma_info_check_ep(const struct nrma_device *dev,
  * fi_getinfo(3): FI_MSG or FI_TAGGED with neither FI_SEND nor FI_RECV
  * means both; FI_RMA or FI_ATOMIC with no direction means all four.
  */
-uint64_t nrma_caps_with_directions(uint64_t caps)
+uint64_t nrma_attr_caps_with_directions(uint64_t caps)
 {
 	const uint64_t rma_dirs = FI_READ | FI_WRITE | FI_REMOTE_READ |
 				  FI_REMOTE_WRITE;
@@ -433,7 +435,7 @@ static void narrow_caps(uint32_t version, struct fi_info *info,
 	uint64_t asked = requested_caps(hints) & NRMA_CAPS_ASKED_ONLY;
 
 	if (hints->caps) {
-		info->caps = nrma_caps_with_directions(hints->caps) |
+		info->caps = nrma_attr_caps_with_directions(hints->caps) |
 			     NRMA_DOMAIN_CAPS;
 	} else if (hints->domain_attr &&
 		   !mr_mode_allows_rma(version, hints->domain_attr->mr_mode)) {
@@ -504,7 +506,7 @@ static void narrow_contexts(struct fi_info *info, const struct fi_info *hints)
 }
 
 /* Shapes a matching info to what the application asked for. */
-void nrma_info_narrow(uint32_t version, struct fi_info *info,
+void nrma_attr_narrow(uint32_t version, struct fi_info *info,
 		      const struct fi_info *hints)
 {
 	info->fabric_attr->api_version = version;
@@ -642,12 +644,12 @@ static int device_info(uint32_t version, const struct nrma_device *dev,
 
 	if (!device_serves(dev, req))
 		return -FI_ENODATA;
-	fi = nrma_info_alloc(dev, device_ep_type(hints));
+	fi = nrma_attr_info_alloc(dev, device_ep_type(hints));
 	if (!fi)
 		return -FI_ENOMEM;
-	ret = nrma_info_match(version, fi, hints);
+	ret = nrma_attr_match(version, fi, hints);
 	if (!ret) {
-		nrma_info_narrow(version, fi, hints);
+		nrma_attr_narrow(version, fi, hints);
 		ret = set_info_addrs(fi, dev, req);
 	}
 	if (ret) {
@@ -658,9 +660,9 @@ static int device_info(uint32_t version, const struct nrma_device *dev,
 	return 0;
 }
 
-int nrma_getinfo(uint32_t version, const char *node, const char *service,
-		 uint64_t flags, const struct fi_info *hints,
-		 struct fi_info **info)
+int nrma_attr_getinfo(uint32_t version, const char *node, const char *service,
+		      uint64_t flags, const struct fi_info *hints,
+		      struct fi_info **info)
 {
 	struct fi_info *head = NULL, **tail = &head;
 	struct nrma_addr_req req;

@@ -165,7 +165,8 @@ int nrma_cm_fd(const struct nrma_cm *cm)
 static void cm_data_init(const struct nrma_cm *cm, struct nrma_cm_data *data,
 			 enum nrma_reject_reason reason)
 {
-	nrma_cm_data_init(data, &cm->attr.name, cm->attr.notify_rkey, reason);
+	nrma_proto_cm_data_init(data, &cm->attr.name, cm->attr.notify_rkey,
+				reason);
 }
 
 /* Connect and accept data: what a connection's peer needs of us. */
@@ -205,8 +206,8 @@ static void cm_conn_grant_take(struct nrma_conn *conn,
 
 static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
 {
-	return nrma_cm_data_parse(ev->param.conn.private_data,
-				  ev->param.conn.private_data_len);
+	return nrma_proto_cm_data_parse(ev->param.conn.private_data,
+					ev->param.conn.private_data_len);
 }
 
 static struct rdma_conn_param cm_conn_param(const struct nrma_cm *cm,
@@ -256,7 +257,7 @@ static void conn_destroy(struct nrma_conn *conn)
 {
 	if (!conn->retired)
 		nrma_conn_table_unmap(&conn->cm->table, conn);
-	nrma_cm_unclaim(conn->cm->attr.claims, conn);
+	nrma_cm_check_unclaim(conn->cm->attr.claims, conn);
 	if (conn->check_id)
 		rdma_destroy_id(conn->check_id);
 	if (conn->qp)
@@ -303,7 +304,7 @@ void nrma_cm_reap(struct nrma_cm *cm)
 	}
 }
 
-void nrma_conn_fail(struct nrma_conn *conn, int error)
+void nrma_cm_conn_fail(struct nrma_conn *conn, int error)
 {
 	struct nrma_cm *cm = conn->cm;
 
@@ -333,8 +334,8 @@ void nrma_cm_disable(struct nrma_cm *cm, int error)
 
 	cm->disabled = error;
 	nrma_dlist_foreach_safe (&cm->table.conns, item, next)
-		nrma_conn_fail(nrma_container_of(item, struct nrma_conn, link),
-			       error);
+		nrma_cm_conn_fail(
+			nrma_container_of(item, struct nrma_conn, link), error);
 }
 
 static bool conn_busy(const struct nrma_conn *conn)
@@ -377,7 +378,7 @@ void nrma_cm_fail_stalled(struct nrma_cm *cm, int64_t now_ms, int stall_ms)
 			  "work in %d ms; failing it\n",
 			  inet_ntoa(conn->peer.sin_addr),
 			  ntohs(conn->peer.sin_port), stall_ms);
-		nrma_conn_fail(conn, -FI_ETIMEDOUT);
+		nrma_cm_conn_fail(conn, -FI_ETIMEDOUT);
 	}
 }
 
@@ -452,7 +453,7 @@ static int conn_start(struct nrma_cm *cm, fi_addr_t fi_addr,
 	}
 	conn->started = started;
 	conn->reached_before = reached_before;
-	nrma_cm_claim(cm->attr.claims, conn);
+	nrma_cm_check_claim(cm->attr.claims, conn);
 	if (nrma_conn_table_map(&cm->table, conn, fi_addr) ||
 	    rdma_resolve_addr(id, (struct sockaddr *) &src,
 			      (struct sockaddr *) peer, NRMA_CM_TIMEOUT_MS)) {
@@ -498,7 +499,7 @@ static int conn_redo(struct nrma_cm *cm, struct nrma_conn *conn,
 	return ret ? ret : -FI_EAGAIN;
 }
 
-struct nrma_conn *nrma_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr)
+struct nrma_conn *nrma_cm_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr)
 {
 	struct nrma_conn *conn = nrma_conn_table_by_addr(&cm->table, fi_addr);
 
@@ -508,8 +509,8 @@ struct nrma_conn *nrma_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr)
 	return conn;
 }
 
-int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
-		  const struct sockaddr_in *peer, struct nrma_conn **connp)
+int nrma_cm_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
+		     const struct sockaddr_in *peer, struct nrma_conn **connp)
 {
 	struct nrma_conn *conn = nrma_conn_table_by_addr(&cm->table, fi_addr);
 	struct nrma_conn *accepted;
@@ -518,7 +519,7 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 	if (cm->disabled)
 		return cm->disabled;
 	if (conn && nrma_addr_cmp(&conn->peer, peer)) {
-		nrma_conn_forget_addr(cm, conn, fi_addr);
+		nrma_cm_conn_forget_addr(cm, conn, fi_addr);
 		conn = NULL;
 	}
 	if (conn && conn->state == NRMA_CONN_CONNECTED) {
@@ -533,7 +534,7 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 		if (conn)
 			conn_drop(conn);
 		ret = nrma_conn_table_map(&cm->table, accepted, fi_addr);
-		return ret ? ret : nrma_conn_get(cm, fi_addr, peer, connp);
+		return ret ? ret : nrma_cm_conn_get(cm, fi_addr, peer, connp);
 	}
 	if (conn)
 		return conn_redo(cm, conn, fi_addr, peer);
@@ -541,29 +542,29 @@ int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 	return ret ? ret : -FI_EAGAIN;
 }
 
-void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
-			  fi_addr_t fi_addr)
+void nrma_cm_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
+			     fi_addr_t fi_addr)
 {
 	if (!conn->loopback && !nrma_conn_table_by_addr(&cm->table, fi_addr))
 		nrma_conn_table_map(&cm->table, conn, fi_addr);
 }
 
-void nrma_conn_forget_addr(struct nrma_cm *cm, struct nrma_conn *conn,
-			   fi_addr_t fi_addr)
+void nrma_cm_conn_forget_addr(struct nrma_cm *cm, struct nrma_conn *conn,
+			      fi_addr_t fi_addr)
 {
 	nrma_conn_table_unmap_addr(&cm->table, conn, fi_addr);
-	/* As in nrma_conn_fail: only an fi_addr_t leads back to it. */
+	/* As in nrma_cm_conn_fail: only an fi_addr_t leads back to it. */
 	if (conn->state == NRMA_CONN_FAILED &&
 	    nrma_conn_table_by_addr(&cm->table, conn->fi_addr) != conn)
 		conn_retire(conn);
 }
 
-void *nrma_conn_owner(const struct nrma_conn *conn)
+void *nrma_cm_conn_owner(const struct nrma_conn *conn)
 {
 	return conn->cm->attr.arg;
 }
 
-struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num)
+struct nrma_conn *nrma_cm_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num)
 {
 	return nrma_conn_table_by_qp(&cm->table, qp_num);
 }
@@ -575,7 +576,7 @@ static size_t cm_conn_data(const struct nrma_conn *conn, const void *app,
 	struct nrma_cm_grant grant = cm_conn_grant(conn);
 
 	if (conn->cm->attr.msg)
-		return nrma_cm_msg_data_init(buf, &grant, app, app_len);
+		return nrma_proto_msg_data_init(buf, &grant, app, app_len);
 	cm_conn_data_init(conn, (struct nrma_cm_data *) buf);
 	return sizeof(struct nrma_cm_data);
 }
@@ -591,13 +592,13 @@ static void cm_on_route_resolved(struct nrma_conn *conn)
 		return; /* given up meanwhile */
 	ret = conn_setup(conn);
 	if (ret) {
-		nrma_conn_fail(conn, ret);
+		nrma_cm_conn_fail(conn, ret);
 		return;
 	}
 	param = cm_conn_param(cm, data,
 			      cm_conn_data(conn, cm->app, cm->app_len, data));
 	if (rdma_connect(conn->id, &param))
-		nrma_conn_fail(conn, -errno);
+		nrma_cm_conn_fail(conn, -errno);
 }
 
 static void cm_conn_up(struct nrma_conn *conn)
@@ -605,7 +606,7 @@ static void cm_conn_up(struct nrma_conn *conn)
 	if (conn->state == NRMA_CONN_CONNECTING) {
 		conn->state = NRMA_CONN_CONNECTED;
 		conn->established = true;
-		nrma_cm_unclaim(conn->cm->attr.claims, conn);
+		nrma_cm_check_unclaim(conn->cm->attr.claims, conn);
 	}
 }
 
@@ -626,15 +627,15 @@ static void cm_msg_announce(struct nrma_conn *conn, const void *app, size_t len)
 static void cm_on_msg_established(struct nrma_conn *conn,
 				  struct rdma_cm_event *ev)
 {
-	const struct nrma_cm_msg_data *data = nrma_cm_msg_data_parse(
+	const struct nrma_cm_msg_data *data = nrma_proto_msg_data_parse(
 		ev->param.conn.private_data, ev->param.conn.private_data_len);
 
 	if (!conn->outgoing) {
 		cm_msg_announce(conn, NULL, 0);
 		return;
 	}
-	if (!data || !nrma_cm_grant_valid(&data->grant)) {
-		nrma_conn_fail(conn, -FI_EOTHER);
+	if (!data || !nrma_proto_grant_valid(&data->grant)) {
+		nrma_cm_conn_fail(conn, -FI_EOTHER);
 		return;
 	}
 	cm_conn_grant_take(conn, &data->grant);
@@ -653,10 +654,11 @@ static void cm_on_established(struct nrma_conn *conn, struct rdma_cm_event *ev)
 	/* The endpoint we meant to reach answers (maybe by another of its
 	 * host's addresses), in our protocol. */
 	if (conn->outgoing &&
-	    (!data || nrma_cm_data_version(data) != NRMA_PROTOCOL_VERSION ||
-	     !nrma_cm_grant_valid(&data->grant) ||
+	    (!data ||
+	     nrma_proto_cm_data_version(data) != NRMA_PROTOCOL_VERSION ||
+	     !nrma_proto_grant_valid(&data->grant) ||
 	     data->name.sin_port != conn->peer.sin_port)) {
-		nrma_conn_fail(conn, -FI_EOTHER);
+		nrma_cm_conn_fail(conn, -FI_EOTHER);
 		return;
 	}
 	if (conn->outgoing)
@@ -686,7 +688,7 @@ static void cm_replace(struct nrma_conn *conn, struct nrma_conn *existing)
 	NRMA_INFO(FI_LOG_EP_CTRL, "%s:%u connects too: dropping our attempt\n",
 		  inet_ntoa(conn->peer.sin_addr), ntohs(conn->peer.sin_port));
 	conn->fi_addr = existing->fi_addr;
-	nrma_conn_fail(existing, -FI_ECONNABORTED);
+	nrma_cm_conn_fail(existing, -FI_ECONNABORTED);
 	conn_retire(existing);
 	if (conn->fi_addr != FI_ADDR_NOTAVAIL)
 		nrma_conn_table_map(&conn->cm->table, conn, conn->fi_addr);
@@ -789,20 +791,20 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_ID;
 	}
-	if (!req || nrma_cm_data_version(req) != NRMA_PROTOCOL_VERSION) {
+	if (!req || nrma_proto_cm_data_version(req) != NRMA_PROTOCOL_VERSION) {
 		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
 	}
-	if (nrma_cm_data_kind(req) == NRMA_CM_CHECK) {
+	if (nrma_proto_cm_data_kind(req) == NRMA_CM_CHECK) {
 		nrma_cm_check_answer(ev->id, req, &cm->attr.name,
 				     cm->attr.claims);
 		return NRMA_CM_DESTROY_ID;
 	}
-	if (!nrma_cm_grant_valid(&req->grant)) {
+	if (!nrma_proto_grant_valid(&req->grant)) {
 		cm_reject(cm, ev->id, NRMA_REJECT_VERSION);
 		return NRMA_CM_DESTROY_ID;
 	}
-	if (!nrma_cm_request_from(ev->id, &req->name)) {
+	if (!nrma_cm_check_request_from(ev->id, &req->name)) {
 		cm_reject(cm, ev->id, NRMA_REJECT_IDENTITY);
 		return NRMA_CM_DESTROY_ID;
 	}
@@ -835,7 +837,7 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
  * (sending earlier would only be dropped and retried), and what it asks
  * of us, ACKs and reads, must not wait for the event.
  */
-void nrma_conn_heard(struct nrma_conn *conn)
+void nrma_cm_conn_heard(struct nrma_conn *conn)
 {
 	if (!conn->outgoing)
 		cm_conn_up(conn);
@@ -845,14 +847,14 @@ void nrma_conn_heard(struct nrma_conn *conn)
 static void cm_on_msg_rejected(struct nrma_conn *conn,
 			       const struct rdma_cm_event *ev)
 {
-	const struct nrma_cm_msg_data *data = nrma_cm_msg_data_parse(
+	const struct nrma_cm_msg_data *data = nrma_proto_msg_data_parse(
 		ev->param.conn.private_data, ev->param.conn.private_data_len);
 	struct nrma_cm *cm = conn->cm;
 
 	cm->app_len = data ? data->app_len : 0;
 	if (cm->app_len)
 		memcpy(cm->app, data->app, cm->app_len);
-	nrma_conn_fail(conn, -FI_ECONNREFUSED);
+	nrma_cm_conn_fail(conn, -FI_ECONNREFUSED);
 }
 
 /*
@@ -861,14 +863,14 @@ static void cm_on_msg_rejected(struct nrma_conn *conn,
  * our listener whether the request was ours may next time, and one that
  * sent no private data may not be listening yet: all are tried again,
  * while the patience lasts, unless the peer's own connection has come in
- * by then (nrma_conn_get).  No listener where a connection broke, though, means
+ * by then (nrma_cm_conn_get).  No listener where a connection broke, though, means
  * the peer is gone (its process died): its operations fail at once.
  */
 static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 					   struct rdma_cm_event *ev)
 {
 	const struct nrma_cm_data *data = cm_data_of(ev);
-	enum nrma_reject_reason why = data ? nrma_cm_data_reason(data) :
+	enum nrma_reject_reason why = data ? nrma_proto_cm_data_reason(data) :
 					     NRMA_REJECT_NONE;
 	bool again = why == NRMA_REJECT_COLLISION || why == NRMA_REJECT_BUSY ||
 		     why == NRMA_REJECT_UNCHECKED;
@@ -883,7 +885,7 @@ static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 		conn->error = -FI_EAGAIN;
 		return NRMA_CM_KEEP;
 	}
-	nrma_conn_fail(conn, -FI_ECONNREFUSED);
+	nrma_cm_conn_fail(conn, -FI_ECONNREFUSED);
 	return NRMA_CM_KEEP;
 }
 
@@ -901,7 +903,7 @@ static enum nrma_cm_cleanup cm_handle_event(struct nrma_cm *cm,
 		return cm_on_connect_request(cm, ev);
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rdma_resolve_route(ev->id, NRMA_CM_TIMEOUT_MS))
-			nrma_conn_fail(conn, -errno);
+			nrma_cm_conn_fail(conn, -errno);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		cm_on_route_resolved(conn);
@@ -915,7 +917,7 @@ static enum nrma_cm_cleanup cm_handle_event(struct nrma_cm *cm,
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		nrma_conn_fail(conn, -FI_EHOSTUNREACH);
+		nrma_cm_conn_fail(conn, -FI_EHOSTUNREACH);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		/* A peer that leaves an accepted connection had it up, though
@@ -926,7 +928,7 @@ static enum nrma_cm_cleanup cm_handle_event(struct nrma_cm *cm,
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		/* What the peer sent before it left (ACKs) counts. */
 		cm->attr.ops->drain(cm->attr.arg);
-		nrma_conn_fail(conn, -FI_ECONNRESET);
+		nrma_cm_conn_fail(conn, -FI_ECONNRESET);
 		break;
 	default:
 		break;
@@ -1043,7 +1045,7 @@ void nrma_cm_shutdown(struct nrma_cm *cm)
 	struct nrma_conn *conn = nrma_cm_msg_conn(cm);
 
 	if (conn)
-		nrma_conn_fail(conn, -FI_ECONNRESET);
+		nrma_cm_conn_fail(conn, -FI_ECONNRESET);
 }
 
 int nrma_cm_peer(struct nrma_cm *cm, struct sockaddr_in *peer)

@@ -223,11 +223,12 @@ enum nrma_cm_check_result {
 	NRMA_CM_CHECK_UNSURE,	 /* no answer came: the requester may retry */
 };
 
-int nrma_cm_claims_open(struct nrma_cm_claims **claims);
-void nrma_cm_claims_close(struct nrma_cm_claims *claims);
+int nrma_cm_check_claims_open(struct nrma_cm_claims **claims);
+void nrma_cm_check_claims_close(struct nrma_cm_claims *claims);
 /* An outgoing attempt draws its nonce and is claimed until unclaimed. */
-void nrma_cm_claim(struct nrma_cm_claims *claims, struct nrma_conn *conn);
-void nrma_cm_unclaim(struct nrma_cm_claims *claims, struct nrma_conn *conn);
+void nrma_cm_check_claim(struct nrma_cm_claims *claims, struct nrma_conn *conn);
+void nrma_cm_check_unclaim(struct nrma_cm_claims *claims,
+			   struct nrma_conn *conn);
 /*
  * Checks conn, an incoming request that named conn->peer with the nonce
  * conn->nonce, for the endpoint self: one of its own claims answers at
@@ -249,8 +250,8 @@ void nrma_cm_check_answer(struct rdma_cm_id *id,
  * Whether a request's source host is the one its named endpoint lives on:
  * nobody may speak for an endpoint on another host.
  */
-bool nrma_cm_request_from(struct rdma_cm_id *id,
-			  const struct sockaddr_in *name);
+bool nrma_cm_check_request_from(struct rdma_cm_id *id,
+				const struct sockaddr_in *name);
 
 /* Fixed when the endpoint is enabled. */
 struct nrma_cm_attr {
@@ -294,26 +295,26 @@ void nrma_cm_reap(struct nrma_cm *cm);
  * fi_addr still names its peer (conn->av_removals).  No name compared:
  * the data path's lookup.
  */
-struct nrma_conn *nrma_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr);
+struct nrma_conn *nrma_cm_conn_up(const struct nrma_cm *cm, fi_addr_t fi_addr);
 /*
  * The connection to fi_addr (whose name is peer), if it is up.  Otherwise
  * starts or waits for it and returns -FI_EAGAIN, or says why it cannot.
  * A connection to another peer that fi_addr led to (the AV removed it and
  * gave its index to peer) is forgotten there first.
  */
-int nrma_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
-		  const struct sockaddr_in *peer, struct nrma_conn **conn);
+int nrma_cm_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
+		     const struct sockaddr_in *peer, struct nrma_conn **conn);
 /* Records the fi_addr_t of a peer that connected to us, if still free. */
-void nrma_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
-			  fi_addr_t fi_addr);
+void nrma_cm_conn_learn_addr(struct nrma_cm *cm, struct nrma_conn *conn,
+			     fi_addr_t fi_addr);
 /*
  * The AV names conn's peer by fi_addr no more (fi_av_remove): it leads
  * nowhere now.  A failed connection is then done; a live one stays, for
  * what its peer sends and for the fi_addr_t the AV may give it again.
  */
-void nrma_conn_forget_addr(struct nrma_cm *cm, struct nrma_conn *conn,
-			   fi_addr_t fi_addr);
-struct nrma_conn *nrma_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num);
+void nrma_cm_conn_forget_addr(struct nrma_cm *cm, struct nrma_conn *conn,
+			      fi_addr_t fi_addr);
+struct nrma_conn *nrma_cm_conn_by_qp(struct nrma_cm *cm, uint32_t qp_num);
 /* Every connection not yet retired, by conn->link. */
 struct nrma_dlist *nrma_cm_conns(struct nrma_cm *cm);
 /*
@@ -358,29 +359,30 @@ int nrma_cm_id_name(struct rdma_cm_id *id, struct sockaddr_in *name);
  * A passive endpoint's listener (nrma_cm_listen.c): requests that carry
  * MSG connect data go to on_request, which keeps a copy (else it returns
  * an error, and the request is refused).  Each is answered with
- * nrma_cm_accept or nrma_cm_req_reject; nrma_cm_req_done releases what
+ * nrma_cm_accept or nrma_cm_listen_req_reject; nrma_cm_listen_req_done releases what
  * is left of it.
  */
 struct nrma_cm_listener;
 typedef int (*nrma_cm_request_fn)(void *arg, const struct nrma_cm_req *req);
 
-int nrma_cm_listener_open(const struct sockaddr_in *addr,
-			  struct nrma_cm_listener **listener);
-void nrma_cm_listener_close(struct nrma_cm_listener *l);
-int nrma_cm_listener_name(struct nrma_cm_listener *l, struct sockaddr_in *name);
-int nrma_cm_listener_rebind(struct nrma_cm_listener *l,
-			    const struct sockaddr_in *addr);
-int nrma_cm_listener_listen(struct nrma_cm_listener *l, int backlog,
-			    nrma_cm_request_fn on_request, void *arg);
+int nrma_cm_listen_open(const struct sockaddr_in *addr,
+			struct nrma_cm_listener **listener);
+void nrma_cm_listen_close(struct nrma_cm_listener *l);
+int nrma_cm_listen_name(struct nrma_cm_listener *l, struct sockaddr_in *name);
+int nrma_cm_listen_rebind(struct nrma_cm_listener *l,
+			  const struct sockaddr_in *addr);
+int nrma_cm_listen_start(struct nrma_cm_listener *l, int backlog,
+			 nrma_cm_request_fn on_request, void *arg);
 /* Hands the bound id over (an active endpoint takes the address). */
-struct rdma_cm_id *nrma_cm_listener_release(struct nrma_cm_listener *l);
-int nrma_cm_listener_fd(const struct nrma_cm_listener *l);
-void nrma_cm_listener_progress(struct nrma_cm_listener *l);
-int nrma_cm_req_reject(struct nrma_cm_req *req, const void *app, size_t len);
-void nrma_cm_req_done(struct nrma_cm_req *req);
+struct rdma_cm_id *nrma_cm_listen_release(struct nrma_cm_listener *l);
+int nrma_cm_listen_fd(const struct nrma_cm_listener *l);
+void nrma_cm_listen_progress(struct nrma_cm_listener *l);
+int nrma_cm_listen_req_reject(struct nrma_cm_req *req, const void *app,
+			      size_t len);
+void nrma_cm_listen_req_done(struct nrma_cm_req *req);
 
 /* Marks conn failed (once) and reports it. */
-void nrma_conn_fail(struct nrma_conn *conn, int error);
+void nrma_cm_conn_fail(struct nrma_conn *conn, int error);
 /* Fails every connection, and refuses new ones with error, for good. */
 void nrma_cm_disable(struct nrma_cm *cm, int error);
 /* Whether a connection has work requests on the device. */
@@ -392,8 +394,8 @@ bool nrma_cm_busy(const struct nrma_cm *cm);
  */
 void nrma_cm_fail_stalled(struct nrma_cm *cm, int64_t now_ms, int stall_ms);
 /* Whose connection it is: the arg of its cm's attributes. */
-void *nrma_conn_owner(const struct nrma_conn *conn);
+void *nrma_cm_conn_owner(const struct nrma_conn *conn);
 /* The peer sent on an accepted connection: it is up. */
-void nrma_conn_heard(struct nrma_conn *conn);
+void nrma_cm_conn_heard(struct nrma_conn *conn);
 
 #endif /* NRMA_CM_H */

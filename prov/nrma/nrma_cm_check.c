@@ -31,7 +31,7 @@ struct nrma_cm_claims {
 	struct nrma_dlist conns; /* outgoing attempts, by conn->claim_link */
 };
 
-int nrma_cm_claims_open(struct nrma_cm_claims **claimsp)
+int nrma_cm_check_claims_open(struct nrma_cm_claims **claimsp)
 {
 	struct nrma_cm_claims *claims = calloc(1, sizeof(*claims));
 
@@ -44,13 +44,13 @@ int nrma_cm_claims_open(struct nrma_cm_claims **claimsp)
 }
 
 /* Every endpoint of the domain is closed: nothing is claimed. */
-void nrma_cm_claims_close(struct nrma_cm_claims *claims)
+void nrma_cm_check_claims_close(struct nrma_cm_claims *claims)
 {
 	pthread_mutex_destroy(&claims->lock);
 	free(claims);
 }
 
-void nrma_cm_claim(struct nrma_cm_claims *claims, struct nrma_conn *conn)
+void nrma_cm_check_claim(struct nrma_cm_claims *claims, struct nrma_conn *conn)
 {
 	/* Only a signal interrupts it, once the system booted. */
 	while (getrandom(&conn->nonce, sizeof(conn->nonce), 0) !=
@@ -62,7 +62,8 @@ void nrma_cm_claim(struct nrma_cm_claims *claims, struct nrma_conn *conn)
 	conn->claimed = true;
 }
 
-void nrma_cm_unclaim(struct nrma_cm_claims *claims, struct nrma_conn *conn)
+void nrma_cm_check_unclaim(struct nrma_cm_claims *claims,
+			   struct nrma_conn *conn)
 {
 	if (!conn->claimed)
 		return;
@@ -93,7 +94,8 @@ static bool claims_hold(struct nrma_cm_claims *claims, uint64_t nonce,
 	return held;
 }
 
-bool nrma_cm_request_from(struct rdma_cm_id *id, const struct sockaddr_in *name)
+bool nrma_cm_check_request_from(struct rdma_cm_id *id,
+				const struct sockaddr_in *name)
 {
 	const struct sockaddr *src = rdma_get_peer_addr(id);
 
@@ -134,7 +136,7 @@ static void check_data_init(struct nrma_cm_data *data,
 			    const struct sockaddr_in *self,
 			    enum nrma_reject_reason reason, uint64_t nonce)
 {
-	nrma_cm_data_init(data, self, 0, reason);
+	nrma_proto_cm_data_init(data, self, 0, reason);
 	data->kind = htons(NRMA_CM_CHECK);
 	data->nonce = nonce;
 }
@@ -165,13 +167,14 @@ static enum nrma_cm_check_result check_ask(struct nrma_conn *conn,
 static enum nrma_cm_check_result check_answer(const struct nrma_conn *conn,
 					      const struct rdma_cm_event *ev)
 {
-	const struct nrma_cm_data *data = nrma_cm_data_parse(
+	const struct nrma_cm_data *data = nrma_proto_cm_data_parse(
 		ev->param.conn.private_data, ev->param.conn.private_data_len);
 
-	if (!data || nrma_cm_data_version(data) != NRMA_PROTOCOL_VERSION ||
-	    nrma_cm_data_kind(data) != NRMA_CM_CHECK)
+	if (!data ||
+	    nrma_proto_cm_data_version(data) != NRMA_PROTOCOL_VERSION ||
+	    nrma_proto_cm_data_kind(data) != NRMA_CM_CHECK)
 		return NRMA_CM_CHECK_UNSURE;
-	if (nrma_cm_data_reason(data) == NRMA_REJECT_CONFIRMED &&
+	if (nrma_proto_cm_data_reason(data) == NRMA_REJECT_CONFIRMED &&
 	    data->nonce == conn->nonce)
 		return NRMA_CM_CHECK_CONFIRMED;
 	return NRMA_CM_CHECK_DENIED;
@@ -204,7 +207,7 @@ void nrma_cm_check_answer(struct rdma_cm_id *id,
 			  const struct sockaddr_in *self,
 			  struct nrma_cm_claims *claims)
 {
-	bool ours = nrma_cm_request_from(id, &query->name) &&
+	bool ours = nrma_cm_check_request_from(id, &query->name) &&
 		    claims_hold(claims, query->nonce, &query->name);
 	struct nrma_cm_data answer;
 

@@ -38,8 +38,8 @@ static int listener_bind(struct nrma_cm_listener *l,
 	return 0;
 }
 
-int nrma_cm_listener_open(const struct sockaddr_in *addr,
-			  struct nrma_cm_listener **listener)
+int nrma_cm_listen_open(const struct sockaddr_in *addr,
+			struct nrma_cm_listener **listener)
 {
 	struct nrma_cm_listener *l = calloc(1, sizeof(*l));
 	int ret;
@@ -64,19 +64,19 @@ err:
 	return ret;
 }
 
-int nrma_cm_listener_name(struct nrma_cm_listener *l, struct sockaddr_in *name)
+int nrma_cm_listen_name(struct nrma_cm_listener *l, struct sockaddr_in *name)
 {
 	return nrma_cm_id_name(l->id, name);
 }
 
-int nrma_cm_listener_rebind(struct nrma_cm_listener *l,
-			    const struct sockaddr_in *addr)
+int nrma_cm_listen_rebind(struct nrma_cm_listener *l,
+			  const struct sockaddr_in *addr)
 {
 	return l->id ? listener_bind(l, addr) : -FI_EOPBADSTATE;
 }
 
-int nrma_cm_listener_listen(struct nrma_cm_listener *l, int backlog,
-			    nrma_cm_request_fn on_request, void *arg)
+int nrma_cm_listen_start(struct nrma_cm_listener *l, int backlog,
+			 nrma_cm_request_fn on_request, void *arg)
 {
 	if (!l->id)
 		return -FI_EOPBADSTATE;
@@ -85,7 +85,7 @@ int nrma_cm_listener_listen(struct nrma_cm_listener *l, int backlog,
 	return rdma_listen(l->id, backlog) ? -errno : 0;
 }
 
-struct rdma_cm_id *nrma_cm_listener_release(struct nrma_cm_listener *l)
+struct rdma_cm_id *nrma_cm_listen_release(struct nrma_cm_listener *l)
 {
 	struct rdma_cm_id *id = l->id;
 
@@ -93,7 +93,7 @@ struct rdma_cm_id *nrma_cm_listener_release(struct nrma_cm_listener *l)
 	return id;
 }
 
-int nrma_cm_listener_fd(const struct nrma_cm_listener *l)
+int nrma_cm_listen_fd(const struct nrma_cm_listener *l)
 {
 	return l->channel->fd;
 }
@@ -102,19 +102,19 @@ static void listener_refuse(struct rdma_cm_id *id)
 {
 	uint8_t data[NRMA_CM_REQ_DATA_MAX];
 
-	rdma_reject(id, data, nrma_cm_msg_data_init(data, NULL, NULL, 0));
+	rdma_reject(id, data, nrma_proto_msg_data_init(data, NULL, NULL, 0));
 	rdma_destroy_id(id);
 }
 
 /* Whether a request is one to hand up, as req. */
 static bool listener_req(struct rdma_cm_event *ev, struct nrma_cm_req *req)
 {
-	const struct nrma_cm_msg_data *data = nrma_cm_msg_data_parse(
+	const struct nrma_cm_msg_data *data = nrma_proto_msg_data_parse(
 		ev->param.conn.private_data, ev->param.conn.private_data_len);
 	const struct sockaddr *peer = rdma_get_peer_addr(ev->id);
 	const struct sockaddr *local = rdma_get_local_addr(ev->id);
 
-	if (!data || !nrma_cm_grant_valid(&data->grant) ||
+	if (!data || !nrma_proto_grant_valid(&data->grant) ||
 	    peer->sa_family != AF_INET || local->sa_family != AF_INET)
 		return false;
 	*req = (struct nrma_cm_req){
@@ -134,7 +134,7 @@ static bool listener_req(struct rdma_cm_event *ev, struct nrma_cm_req *req)
  * is acknowledged before its request is handed up: an accept migrates
  * the id, which waits for that.
  */
-void nrma_cm_listener_progress(struct nrma_cm_listener *l)
+void nrma_cm_listen_progress(struct nrma_cm_listener *l)
 {
 	struct rdma_cm_event *ev;
 
@@ -157,26 +157,27 @@ void nrma_cm_listener_progress(struct nrma_cm_listener *l)
 	}
 }
 
-int nrma_cm_req_reject(struct nrma_cm_req *req, const void *app, size_t len)
+int nrma_cm_listen_req_reject(struct nrma_cm_req *req, const void *app,
+			      size_t len)
 {
 	uint8_t data[NRMA_CM_REQ_DATA_MAX];
 
 	if (!req->id)
 		return -FI_EOPBADSTATE;
 	return rdma_reject(req->id, data,
-			   nrma_cm_msg_data_init(data, NULL, app, len)) ?
+			   nrma_proto_msg_data_init(data, NULL, app, len)) ?
 		       -errno :
 		       0;
 }
 
-void nrma_cm_req_done(struct nrma_cm_req *req)
+void nrma_cm_listen_req_done(struct nrma_cm_req *req)
 {
 	if (req->id)
 		rdma_destroy_id(req->id);
 	req->id = NULL;
 }
 
-void nrma_cm_listener_close(struct nrma_cm_listener *l)
+void nrma_cm_listen_close(struct nrma_cm_listener *l)
 {
 	if (l->id)
 		rdma_destroy_id(l->id);

@@ -89,9 +89,9 @@ static void cm_thread_device_event_ep(struct nrma_cm_thread *t,
 	pthread_mutex_lock(ep->lock);
 	switch (ev->kind) {
 	case NRMA_VERBS_EVENT_QP:
-		conn = nrma_conn_by_qp(ep->cm, ev->qp_num);
+		conn = nrma_cm_conn_by_qp(ep->cm, ev->qp_num);
 		if (conn) {
-			nrma_conn_fail(conn, -FI_EIO);
+			nrma_cm_conn_fail(conn, -FI_EIO);
 			err = FI_EIO;
 		}
 		break;

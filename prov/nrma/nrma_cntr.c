@@ -68,9 +68,9 @@ static void cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
  * FI_REMOTE_WRITE and FI_REMOTE_READ each bind one word of the cell to a
  * counter, which stays open (-FI_EBUSY) until the binding closes.
  */
-int nrma_remote_cntrs_bind(struct nrma_remote_cntrs *remote,
-			   struct nrma_domain *domain, struct nrma_cntr *cntr,
-			   uint64_t flags)
+int nrma_cntr_remote_bind(struct nrma_remote_cntrs *remote,
+			  struct nrma_domain *domain, struct nrma_cntr *cntr,
+			  uint64_t flags)
 {
 	bool write = flags & FI_REMOTE_WRITE, read = flags & FI_REMOTE_READ;
 	int ret = 0;
@@ -106,13 +106,13 @@ int nrma_remote_cntrs_bind(struct nrma_remote_cntrs *remote,
 	return 0;
 }
 
-uint32_t nrma_remote_cntrs_rkey(const struct nrma_remote_cntrs *remote)
+uint32_t nrma_cntr_remote_rkey(const struct nrma_remote_cntrs *remote)
 {
 	return remote->cell ? nrma_notify_cell_rkey(remote->cell) : 0;
 }
 
 /* Once no atomic can land, each counter takes its word's sum for good. */
-void nrma_remote_cntrs_close(struct nrma_remote_cntrs *remote)
+void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote)
 {
 	if (!remote->cell)
 		return;
@@ -216,9 +216,9 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
 			return -FI_EAVAIL;
-		if (!nrma_timeout_left(&start, timeout))
+		if (!nrma_wait_timeout_left(&start, timeout))
 			return -FI_ETIMEDOUT;
-		if (nrma_elapsed_us(&start) < nrma_params.wait_spin_us)
+		if (nrma_wait_elapsed_us(&start) < nrma_params.wait_spin_us)
 			continue;
 		/* Recheck after draining: a signal may have been eaten. */
 		nrma_wait_drain(&cntr->wait);
@@ -230,7 +230,8 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			continue;
 		ret = nrma_wait_block(
 			&cntr->wait,
-			sleep_bound(cntr, nrma_timeout_left(&start, timeout)));
+			sleep_bound(cntr,
+				    nrma_wait_timeout_left(&start, timeout)));
 		if (ret && ret != -FI_ETIMEDOUT)
 			return ret;
 	}

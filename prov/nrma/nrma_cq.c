@@ -293,7 +293,7 @@ static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		nrma_ep_set_progress(&cq->eps);
 		if (cq_sread_step(cq, &rd, &ret))
 			break;
-		left = nrma_timeout_left(&start, timeout);
+		left = nrma_wait_timeout_left(&start, timeout);
 		if (!left)
 			break;
 		err = cq_sread_sleep(cq, left);

@@ -72,7 +72,7 @@ static int nrma_domain_close(struct fid *fid)
 	nrma_cm_thread_close(domain->cm_thread);
 	nrma_notify_close(domain->notify);
 	nrma_keytab_close(domain->keytab);
-	nrma_cm_claims_close(domain->claims);
+	nrma_cm_check_claims_close(domain->claims);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
 	pthread_mutex_destroy(&domain->ctx_lock);
@@ -130,7 +130,7 @@ static struct fi_ops_domain nrma_domain_ops = {
 	.scalable_ep = nrma_sep_open,
 	.cntr_open = nrma_cntr_open,
 	.poll_open = nrma_poll_open,
-	.stx_ctx = nrma_stx_open,
+	.stx_ctx = nrma_srx_stx_open,
 	.srx_ctx = nrma_srx_open,
 	.query_atomic = nrma_ep_atomic_query,
 	.query_collective = nrma_no_query_collective,
@@ -168,11 +168,11 @@ static int domain_resources_open(struct nrma_domain *domain,
 			       &domain->notify);
 	if (ret)
 		goto err_verbs;
-	ret = nrma_keytab_open(domain->verbs, nrma_mr_cnt(dev),
+	ret = nrma_keytab_open(domain->verbs, nrma_attr_mr_cnt(dev),
 			       &domain->keytab);
 	if (ret)
 		goto err_notify;
-	ret = nrma_cm_claims_open(&domain->claims);
+	ret = nrma_cm_check_claims_open(&domain->claims);
 	if (ret)
 		goto err_keytab;
 	ret = nrma_cm_thread_open(domain->verbs, domain_async_report,
@@ -182,7 +182,7 @@ static int domain_resources_open(struct nrma_domain *domain,
 	return 0;
 
 err_claims:
-	nrma_cm_claims_close(domain->claims);
+	nrma_cm_check_claims_close(domain->claims);
 err_keytab:
 	nrma_keytab_close(domain->keytab);
 err_notify:
@@ -215,7 +215,7 @@ int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	if (!dev)
 		return -FI_ENODEV;
 	/* Shared contexts take their attributes from it. */
-	ret = nrma_info_check_ep(dev, info);
+	ret = nrma_attr_check_ep(dev, info);
 	if (ret)
 		return ret;
 	domain = calloc(1, sizeof(*domain));

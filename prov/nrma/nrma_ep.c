@@ -95,7 +95,7 @@ static int ep_bind_cntr(struct nrma_ep *ep, struct nrma_cntr *cntr,
 	 * they learn when they connect: no progress is needed to count.
 	 */
 	if (flags & (FI_REMOTE_WRITE | FI_REMOTE_READ))
-		ret = nrma_remote_cntrs_bind(
+		ret = nrma_cntr_remote_bind(
 			&ep->remote, ep->domain, cntr,
 			flags & (FI_REMOTE_WRITE | FI_REMOTE_READ));
 	if (ret)
@@ -181,7 +181,7 @@ static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return flags ? -FI_EBADFLAGS :
 		       bfid->fclass == FI_CLASS_SRX_CTX ?
 			       nrma_srx_bind(ep, bfid) :
-			       nrma_stx_bind(ep, bfid);
+			       nrma_srx_stx_bind(ep, bfid);
 	pthread_mutex_lock(ep->lock);
 	ret = ep_bind_locked(ep, bfid, flags);
 	pthread_mutex_unlock(ep->lock);
@@ -196,7 +196,7 @@ static int nrma_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
  */
 static int ep_enable_check(const struct nrma_ep *ep)
 {
-	uint64_t caps = nrma_caps_with_directions(ep->info->caps);
+	uint64_t caps = nrma_attr_caps_with_directions(ep->info->caps);
 	bool transmits = !caps || (caps & (FI_SEND | FI_READ | FI_WRITE));
 	bool receives = !transmits || (caps & FI_RECV);
 
@@ -265,7 +265,7 @@ static struct nrma_cm_attr ep_cm_attr(struct nrma_ep *ep)
 		.rd_atomic_depth = depth < NRMA_RDMA_DEPTH ? depth :
 							     NRMA_RDMA_DEPTH,
 		.name = ep->name,
-		.notify_rkey = nrma_remote_cntrs_rkey(&ep->remote),
+		.notify_rkey = nrma_cntr_remote_rkey(&ep->remote),
 		.keytab_rkey = nrma_keytab_rkey(ep->domain->keytab),
 		.keytab_slots = nrma_keytab_slots(ep->domain->keytab),
 		.ops = nrma_ep_is_msg(ep) ? &nrma_ep_conn_cm_ops :
@@ -319,9 +319,9 @@ static int ep_path_control(struct nrma_ep_path *path, int command, void *arg)
 {
 	switch (command) {
 	case FI_GETOPSFLAG:
-		return nrma_ep_op_flags_get(path, arg);
+		return nrma_ep_opt_flags_get(path, arg);
 	case FI_SETOPSFLAG:
-		return nrma_ep_op_flags_set(path, arg);
+		return nrma_ep_opt_flags_set(path, arg);
 	case FI_ALIAS:
 		return ep_alias_open(path, arg);
 	default:
@@ -364,7 +364,7 @@ static void ep_unbind_all(struct nrma_ep *ep)
 	ep_unbind_cntr(ep, ep->recv_cntr);
 	ep_unbind_cntr(ep, ep->read_cntr);
 	ep_unbind_cntr(ep, ep->write_cntr);
-	nrma_remote_cntrs_close(&ep->remote);
+	nrma_cntr_remote_close(&ep->remote);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)
@@ -380,7 +380,7 @@ bool nrma_ep_post_wait(struct nrma_ep *ep, ssize_t *ret, struct timespec *since)
 		return false;
 	if (!since->tv_sec && !since->tv_nsec)
 		clock_gettime(CLOCK_MONOTONIC, since);
-	if (nrma_timeout_left(since, NRMA_KEY_WAIT_MS))
+	if (nrma_wait_timeout_left(since, NRMA_KEY_WAIT_MS))
 		return true;
 	*ret = -FI_EAGAIN;
 	return false;
@@ -405,11 +405,11 @@ static int nrma_ep_close(struct fid *fid)
 		nrma_progress_linger(ep);
 	}
 	ep_unbind_all(ep);
-	nrma_ctx_unbind(ep);
+	nrma_srx_ctx_unbind(ep);
 	if (ep->owner)
 		ep->owner->closed(ep);
 	if (ep->connreq)
-		nrma_connreq_refuse(ep->domain->fabric, ep->connreq);
+		nrma_pep_connreq_refuse(ep->domain->fabric, ep->connreq);
 	ep_resources_close(ep);
 	pthread_mutex_destroy(&ep->own_lock);
 	atomic_fetch_sub(&ep->domain->ref, 1);
@@ -535,8 +535,8 @@ static ssize_t nrma_ep_rx_size_left(struct fid_ep *ep_fid)
 static struct fi_ops_ep nrma_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = nrma_ep_cancel,
-	.getopt = nrma_ep_getopt,
-	.setopt = nrma_ep_setopt,
+	.getopt = nrma_ep_opt_get,
+	.setopt = nrma_ep_opt_set,
 	.tx_ctx = nrma_no_tx_ctx,
 	.rx_ctx = nrma_no_rx_ctx,
 	.rx_size_left = nrma_ep_rx_size_left,
@@ -603,7 +603,7 @@ static int ep_alias_open(struct nrma_ep_path *parent, struct fi_alias *req)
 		return -FI_ENOMEM;
 	*alias = *parent;
 	if (req->flags)
-		ret = nrma_ep_op_flags_set(alias, &req->flags);
+		ret = nrma_ep_opt_flags_set(alias, &req->flags);
 	if (ret) {
 		free(alias);
 		return ret;
@@ -639,7 +639,7 @@ static int ep_info_check(const struct nrma_domain *domain,
 	    (info->src_addrlen != sizeof(struct sockaddr_in) ||
 	     ((struct sockaddr *) info->src_addr)->sa_family != AF_INET))
 		return -FI_EINVAL;
-	return nrma_info_check_ep(domain->device, info);
+	return nrma_attr_check_ep(domain->device, info);
 }
 
 /*
@@ -709,7 +709,7 @@ err_cm:
 static bool ep_answers_connreq(struct nrma_ep *ep, const struct fi_info *info)
 {
 	return nrma_ep_is_msg(ep) && info->handle &&
-	       nrma_connreq_known(ep->domain->fabric, info->handle);
+	       nrma_pep_connreq_known(ep->domain->fabric, info->handle);
 }
 
 int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
@@ -737,8 +737,8 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	if (ret)
 		goto err;
 	if (answers)
-		ret = nrma_connreq_take(domain->fabric, info->handle, ep->cm,
-					&ep->connreq);
+		ret = nrma_pep_connreq_take(domain->fabric, info->handle,
+					    ep->cm, &ep->connreq);
 	if (ret)
 		goto err_resources;
 	pthread_mutex_init(&ep->own_lock, NULL);

@@ -117,7 +117,7 @@ static int nrma_ep_accept(struct fid_ep *ep_fid, const void *param,
 	ret = nrma_cm_accept(ep->cm, req, param, paramlen);
 	pthread_mutex_unlock(ep->lock);
 	if (!ret) {
-		nrma_connreq_done(ep->domain->fabric, req);
+		nrma_pep_connreq_done(ep->domain->fabric, req);
 		ep->connreq = NULL;
 	}
 	return ret;

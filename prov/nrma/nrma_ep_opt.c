@@ -53,7 +53,7 @@ static bool opt_op_flags_valid(const struct nrma_ep *ep, uint64_t flags)
 	return false;
 }
 
-int nrma_ep_op_flags_get(struct nrma_ep_path *path, uint64_t *flags)
+int nrma_ep_opt_flags_get(struct nrma_ep_path *path, uint64_t *flags)
 {
 	uint64_t dir = flags ? *flags & (FI_TRANSMIT | FI_RECV) : 0;
 
@@ -66,7 +66,7 @@ int nrma_ep_op_flags_get(struct nrma_ep_path *path, uint64_t *flags)
 	return 0;
 }
 
-int nrma_ep_op_flags_set(struct nrma_ep_path *path, const uint64_t *flags)
+int nrma_ep_opt_flags_set(struct nrma_ep_path *path, const uint64_t *flags)
 {
 	if (!flags || !opt_op_flags_valid(path->ep, *flags))
 		return -FI_EINVAL;
@@ -127,7 +127,7 @@ static bool opt_size_of(struct nrma_ep *ep, int optname, struct opt_size *o)
 }
 
 /* Copies a value of len bytes out to an application's buffer. */
-int nrma_opt_put(void *optval, size_t *optlen, const void *value, size_t len)
+int nrma_ep_opt_put(void *optval, size_t *optlen, const void *value, size_t len)
 {
 	if (!optval || !optlen)
 		return -FI_EINVAL;
@@ -153,8 +153,8 @@ void nrma_ep_opt_init(struct nrma_ep *ep)
 	}
 }
 
-int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
-		   size_t *optlen)
+int nrma_ep_opt_get(fid_t fid, int level, int optname, void *optval,
+		    size_t *optlen)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	struct opt_size o;
@@ -175,8 +175,8 @@ int nrma_ep_getopt(fid_t fid, int level, int optname, void *optval,
 	if (ret)
 		return ret;
 	if (optname == FI_OPT_FI_HMEM_P2P)
-		return nrma_opt_put(optval, optlen, &mode, sizeof(mode));
-	return nrma_opt_put(optval, optlen, &value, sizeof(value));
+		return nrma_ep_opt_put(optval, optlen, &mode, sizeof(mode));
+	return nrma_ep_opt_put(optval, optlen, &value, sizeof(value));
 }
 
 /*
@@ -225,8 +225,8 @@ static int opt_set_locked(struct nrma_ep *ep, int optname, const void *optval,
 	return 0;
 }
 
-int nrma_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-		   size_t optlen)
+int nrma_ep_opt_set(fid_t fid, int level, int optname, const void *optval,
+		    size_t optlen)
 {
 	struct nrma_ep *ep = nrma_ep_of_fid(fid);
 	int ret;

@@ -231,7 +231,7 @@ static ssize_t nrma_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		if (ret != -FI_EAGAIN)
 			return ret;
 		ret = nrma_wait_block(&eq->wait,
-				      nrma_timeout_left(&start, timeout));
+				      nrma_wait_timeout_left(&start, timeout));
 		if (ret)
 			return ret == -FI_ETIMEDOUT ? -FI_EAGAIN : ret;
 	}

@@ -88,8 +88,8 @@ static bool fabric_known(const char *name)
 	for (size_t i = 0; i < nrma_device_count; i++) {
 		const struct nrma_device *dev = &nrma_devices[i];
 
-		if (!nrma_fabric_name(&dev->addr, &dev->netmask, buf,
-				      sizeof(buf)) &&
+		if (!nrma_attr_fabric_name(&dev->addr, &dev->netmask, buf,
+					   sizeof(buf)) &&
 		    !strcmp(buf, name))
 			return true;
 	}

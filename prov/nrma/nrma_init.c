@@ -39,7 +39,7 @@ struct fi_provider nrma_prov = {
 	.name = NRMA_PROV_NAME,
 	.version = NRMA_PROV_VERSION,
 	.fi_version = NRMA_FI_VERSION,
-	.getinfo = nrma_getinfo,
+	.getinfo = nrma_attr_getinfo,
 	.fabric = nrma_fabric_open,
 	.cleanup = nrma_cleanup,
 };

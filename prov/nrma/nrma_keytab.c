@@ -5,7 +5,7 @@
  * applications that address regions by offset: a key names a slot of
  * this table and carries a random secret (nrma_key_make), and the slot
  * holds the verbs rkey, the address and length, the rights and the
- * notification cell, sealed with the key (nrma_key_seal): a peer that
+ * notification cell, sealed with the key (nrma_proto_key_seal): a peer that
  * reads the table learns nothing it was not handed the key to.
  * Initiators read a slot once per connection and key (nrma_rkey.c).  A
  * slot used again gets a new secret, so a closed registration's key
@@ -111,7 +111,7 @@ static void keytab_publish(struct nrma_keytab *t, uint32_t index, uint64_t key)
 			      memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	if (key) {
-		nrma_key_seal(s, key, done, &t->plain[index]);
+		nrma_proto_key_seal(s, key, done, &t->plain[index]);
 	} else {
 		memset(s->words, 0, sizeof(s->words));
 		s->mac = 0;

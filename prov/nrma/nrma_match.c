@@ -31,7 +31,7 @@ static struct nrma_match_queue *match_queue(struct nrma_match *m, bool tagged)
 	return tagged ? &m->tagged : &m->msg;
 }
 
-struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m)
+struct nrma_rx_entry *nrma_match_entry_alloc(struct nrma_match *m)
 {
 	int64_t index = nrma_bufpool_get(&m->rx_entries);
 	struct nrma_rx_entry *rx;
@@ -44,7 +44,7 @@ struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m)
 	return rx;
 }
 
-void nrma_rx_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx)
+void nrma_match_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx)
 {
 	if (rx->released && !rx->reads)
 		nrma_bufpool_put(&m->rx_entries,
@@ -82,7 +82,7 @@ struct nrma_rx_entry *nrma_match_posted(struct nrma_match *m, bool tagged,
 	return NULL;
 }
 
-size_t nrma_rx_space(const struct nrma_rx_entry *rx)
+size_t nrma_match_space(const struct nrma_rx_entry *rx)
 {
 	return nrma_iov_len(rx->iov, rx->count) - rx->offset;
 }
@@ -93,10 +93,10 @@ static void match_release(struct nrma_rx_entry *rx)
 	rx->released = true;
 }
 
-void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left)
+void *nrma_match_take(struct nrma_rx_entry *rx, size_t len, size_t min_left)
 {
 	void *buf = (char *) rx->iov[0].iov_base + rx->offset;
-	size_t space = nrma_rx_space(rx);
+	size_t space = nrma_match_space(rx);
 
 	if (!(rx->flags & FI_MULTI_RECV)) {
 		match_release(rx);
@@ -104,7 +104,7 @@ void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left)
 	}
 	rx->offset += len < space ? len : space;
 	/* A full buffer goes, even when min_left is 0. */
-	if (nrma_rx_space(rx) < min_left || !nrma_rx_space(rx))
+	if (nrma_match_space(rx) < min_left || !nrma_match_space(rx))
 		match_release(rx);
 	return buf;
 }

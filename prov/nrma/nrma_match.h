@@ -80,21 +80,21 @@ static inline size_t nrma_match_rx_left(const struct nrma_match *m)
 }
 
 /* A zeroed receive, or NULL when rx_count are in use. */
-struct nrma_rx_entry *nrma_rx_entry_alloc(struct nrma_match *m);
+struct nrma_rx_entry *nrma_match_entry_alloc(struct nrma_match *m);
 /* Frees rx once it is off its queue and no read lands in it any more. */
-void nrma_rx_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx);
+void nrma_match_entry_done(struct nrma_match *m, struct nrma_rx_entry *rx);
 void nrma_match_post(struct nrma_match *m, struct nrma_rx_entry *rx);
 /* The first posted receive a message with this tag from peer matches. */
 struct nrma_rx_entry *nrma_match_posted(struct nrma_match *m, bool tagged,
 					uint64_t tag, void *peer);
 /* Space left in rx for the next message. */
-size_t nrma_rx_space(const struct nrma_rx_entry *rx);
+size_t nrma_match_space(const struct nrma_rx_entry *rx);
 /*
  * Takes len bytes of rx (all of it, unless FI_MULTI_RECV) for one message
  * and returns where they start.  A receive with less than min_left to
  * offer, or with nothing, is released from its queue.
  */
-void *nrma_rx_take(struct nrma_rx_entry *rx, size_t len, size_t min_left);
+void *nrma_match_take(struct nrma_rx_entry *rx, size_t len, size_t min_left);
 /* Takes the posted receive with this context off its queue, or NULL. */
 struct nrma_rx_entry *nrma_match_cancel(struct nrma_match *m, void *context);
 /* Takes any posted receive off its queue, or NULL when none is. */

@@ -44,7 +44,7 @@ static int nrma_mr_close(struct fid *fid)
 						NRMA_NOTIFY_WRITES),
 			 *nrma_notify_cell_word(mr->remote.cell,
 						NRMA_NOTIFY_READS));
-	nrma_remote_cntrs_close(&mr->remote);
+	nrma_cntr_remote_close(&mr->remote);
 	atomic_fetch_sub(&mr->domain->ref, 1);
 	free(mr);
 	return 0;
@@ -100,12 +100,12 @@ static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 	ret = mr_bind_check(mr, bfid, flags);
 	if (!ret)
-		ret = nrma_remote_cntrs_bind(&mr->remote, mr->domain,
-					     nrma_cntr_of_fid(bfid), flags);
+		ret = nrma_cntr_remote_bind(&mr->remote, mr->domain,
+					    nrma_cntr_of_fid(bfid), flags);
 	if (ret)
 		return ret;
 	if (nrma_keytab_set_cell(mr->domain->keytab, mr->mr_fid.key,
-				 nrma_remote_cntrs_rkey(&mr->remote)))
+				 nrma_cntr_remote_rkey(&mr->remote)))
 		nrma_domain_keys_changed(mr->domain);
 	NRMA_DBG(FI_LOG_MR, "key 0x%" PRIx64 " counts remote %s%s%s\n",
 		 mr->mr_fid.key, flags & FI_REMOTE_WRITE ? "writes" : "",

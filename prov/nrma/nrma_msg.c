@@ -40,11 +40,11 @@ ssize_t nrma_msg_submit_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
  * fi_recv and friends reach an endpoint, a shared receive context
  * (nrma_srx.c) or a scalable endpoint's receive context (nrma_sep.c).
  */
-ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
+ssize_t nrma_msg_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
 {
 	switch (ep_fid->fid.fclass) {
 	case FI_CLASS_RX_CTX:
-		return nrma_rxc_recv(ep_fid, a);
+		return nrma_sep_rxc_recv(ep_fid, a);
 	case FI_CLASS_SRX_CTX:
 		return nrma_srx_recv(ep_fid, a);
 	default:
@@ -52,7 +52,7 @@ ssize_t nrma_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
 	}
 }
 
-uint64_t nrma_rx_op_flags(struct fid_ep *ep_fid)
+uint64_t nrma_msg_rx_op_flags(struct fid_ep *ep_fid)
 {
 	if (ep_fid->fid.fclass == FI_CLASS_SRX_CTX)
 		return nrma_srx_op_flags(ep_fid);
@@ -71,7 +71,7 @@ static ssize_t nrma_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 		.context = msg->context,
 	};
 
-	return nrma_recv_on(ep_fid, &a);
+	return nrma_msg_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -83,11 +83,11 @@ static ssize_t nrma_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.desc = desc,
 		.count = count,
 		.src = src,
-		.flags = nrma_rx_op_flags(ep_fid),
+		.flags = nrma_msg_rx_op_flags(ep_fid),
 		.context = context,
 	};
 
-	return nrma_recv_on(ep_fid, &a);
+	return nrma_msg_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,

@@ -133,7 +133,7 @@ static void nset_pause(const struct timespec *start, long *sleep_ns)
 {
 	struct timespec ts;
 
-	if (nrma_elapsed_us(start) < nrma_params.wait_spin_us)
+	if (nrma_wait_elapsed_us(start) < nrma_params.wait_spin_us)
 		return;
 	ts.tv_sec = *sleep_ns / 1000000000;
 	ts.tv_nsec = *sleep_ns % 1000000000;
@@ -164,7 +164,7 @@ static int nset_wait_range(struct nrma_nset *nset, uint64_t first,
 				return 0;
 			}
 		}
-		if (!nrma_timeout_left(&start, timeout))
+		if (!nrma_wait_timeout_left(&start, timeout))
 			return -FI_ETIMEDOUT;
 		nset_pause(&start, &sleep_ns);
 	}

@@ -92,7 +92,7 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
 	if (!ret || (ret == -FI_EAGAIN && !posted))
 		return ret;
 	/* Half an operation (a write without its notification) is none. */
-	nrma_conn_fail(op->conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
+	nrma_cm_conn_fail(op->conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
 	if (!posted)
 		return ret;
 	op->error = FI_EIO;

@@ -86,7 +86,8 @@ static struct nrma_connreq *pep_connreq_find(struct nrma_fabric *fabric,
 	return NULL;
 }
 
-bool nrma_connreq_known(struct nrma_fabric *fabric, const struct fid *handle)
+bool nrma_pep_connreq_known(struct nrma_fabric *fabric,
+			    const struct fid *handle)
 {
 	bool known;
 
@@ -103,19 +104,20 @@ static void pep_connreq_forget(struct nrma_fabric *fabric,
 	pthread_mutex_lock(&fabric->handles_lock);
 	nrma_dlist_remove(&cr->link);
 	pthread_mutex_unlock(&fabric->handles_lock);
-	nrma_cm_req_done(&cr->req);
+	nrma_cm_listen_req_done(&cr->req);
 	free(cr);
 }
 
-void nrma_connreq_done(struct nrma_fabric *fabric, struct nrma_cm_req *req)
+void nrma_pep_connreq_done(struct nrma_fabric *fabric, struct nrma_cm_req *req)
 {
 	pep_connreq_forget(fabric, connreq_of(req));
 }
 
-void nrma_connreq_refuse(struct nrma_fabric *fabric, struct nrma_cm_req *req)
+void nrma_pep_connreq_refuse(struct nrma_fabric *fabric,
+			     struct nrma_cm_req *req)
 {
-	nrma_cm_req_reject(req, NULL, 0);
-	nrma_connreq_done(fabric, req);
+	nrma_cm_listen_req_reject(req, NULL, 0);
+	nrma_pep_connreq_done(fabric, req);
 }
 
 /*
@@ -125,8 +127,8 @@ void nrma_connreq_refuse(struct nrma_fabric *fabric, struct nrma_cm_req *req)
  * channel under handles_lock, before a passive endpoint's close can take
  * the listener's channel, and the request's id with it, away.
  */
-int nrma_connreq_take(struct nrma_fabric *fabric, const struct fid *handle,
-		      struct nrma_cm *cm, struct nrma_cm_req **req)
+int nrma_pep_connreq_take(struct nrma_fabric *fabric, const struct fid *handle,
+			  struct nrma_cm *cm, struct nrma_cm_req **req)
 {
 	enum nrma_connreq_state state = NRMA_CONNREQ_TAKEN;
 	struct nrma_connreq *cr;
@@ -151,7 +153,7 @@ int nrma_connreq_take(struct nrma_fabric *fabric, const struct fid *handle,
 	if (state == NRMA_CONNREQ_TAKEN)
 		return -FI_EINVAL;
 	if (ret)
-		nrma_connreq_refuse(fabric, &cr->req);
+		nrma_pep_connreq_refuse(fabric, &cr->req);
 	else
 		*req = &cr->req;
 	return ret;
@@ -217,7 +219,7 @@ static void pep_progress(void *arg)
 	struct nrma_pep *pep = arg;
 
 	pthread_mutex_lock(&pep->lock);
-	nrma_cm_listener_progress(pep->listener);
+	nrma_cm_listen_progress(pep->listener);
 	pthread_mutex_unlock(&pep->lock);
 }
 
@@ -234,16 +236,16 @@ static int nrma_pep_listen(struct fid_pep *pep_fid)
 	else if (pep->cm_thread || !pep->listener)
 		ret = -FI_EOPBADSTATE;
 	else
-		ret = nrma_cm_listener_listen(pep->listener, pep->backlog,
-					      pep_on_request, pep);
+		ret = nrma_cm_listen_start(pep->listener, pep->backlog,
+					   pep_on_request, pep);
 	pthread_mutex_unlock(&pep->lock);
 	/* The thread takes its lock before ours (nrma.h): not under ours. */
 	if (!ret)
 		ret = nrma_fabric_cm_thread(pep->fabric, &thread);
 	if (!ret)
-		ret = nrma_cm_thread_watch_fn(
-			thread, nrma_cm_listener_fd(pep->listener),
-			pep_progress, pep);
+		ret = nrma_cm_thread_watch_fn(thread,
+					      nrma_cm_listen_fd(pep->listener),
+					      pep_progress, pep);
 	if (!ret) {
 		pthread_mutex_lock(&pep->lock);
 		pep->cm_thread = thread;
@@ -272,7 +274,7 @@ static int nrma_pep_reject(struct fid_pep *pep_fid, fid_t handle,
 	pthread_mutex_unlock(&fabric->handles_lock);
 	if (!cr)
 		return -FI_EINVAL;
-	ret = nrma_cm_req_reject(&cr->req, param, paramlen);
+	ret = nrma_cm_listen_req_reject(&cr->req, param, paramlen);
 	pep_connreq_forget(fabric, cr);
 	return ret;
 }
@@ -286,7 +288,7 @@ static int nrma_pep_getname(fid_t fid, void *addr, size_t *addrlen)
 	if (!addrlen)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&pep->lock);
-	ret = pep->listener ? nrma_cm_listener_name(pep->listener, &name) :
+	ret = pep->listener ? nrma_cm_listen_name(pep->listener, &name) :
 			      -FI_EOPBADSTATE;
 	pthread_mutex_unlock(&pep->lock);
 	return ret ? ret : nrma_addr_give(&name, addr, addrlen);
@@ -304,7 +306,7 @@ static int nrma_pep_setname(fid_t fid, void *addr, size_t addrlen)
 	if (pep->cm_thread || !pep->listener)
 		ret = -FI_EOPBADSTATE;
 	else
-		ret = nrma_cm_listener_rebind(pep->listener, addr);
+		ret = nrma_cm_listen_rebind(pep->listener, addr);
 	pthread_mutex_unlock(&pep->lock);
 	return ret;
 }
@@ -409,8 +411,8 @@ static void pep_orphan_connreqs(struct nrma_pep *pep)
 
 		if (cr->state != NRMA_CONNREQ_WAITING || cr->pep != pep)
 			continue;
-		nrma_cm_req_reject(&cr->req, NULL, 0);
-		nrma_cm_req_done(&cr->req);
+		nrma_cm_listen_req_reject(&cr->req, NULL, 0);
+		nrma_cm_listen_req_done(&cr->req);
 		cr->state = NRMA_CONNREQ_ORPHAN;
 		cr->pep = NULL;
 	}
@@ -422,12 +424,11 @@ static int nrma_pep_close(struct fid *fid)
 	struct nrma_pep *pep = pep_of_fid(fid);
 
 	if (pep->cm_thread)
-		nrma_cm_thread_unwatch_fn(pep->cm_thread,
-					  nrma_cm_listener_fd(pep->listener),
-					  pep);
+		nrma_cm_thread_unwatch_fn(
+			pep->cm_thread, nrma_cm_listen_fd(pep->listener), pep);
 	pep_orphan_connreqs(pep);
 	if (pep->listener)
-		nrma_cm_listener_close(pep->listener);
+		nrma_cm_listen_close(pep->listener);
 	if (pep->eq)
 		atomic_fetch_sub(&pep->eq->ref, 1);
 	atomic_fetch_sub(&pep->fabric->ref, 1);
@@ -475,7 +476,7 @@ struct rdma_cm_id *nrma_pep_release(struct nrma_fabric *fabric,
 		return NULL;
 	pthread_mutex_lock(&pep->lock);
 	if (!pep->cm_thread && pep->listener)
-		id = nrma_cm_listener_release(pep->listener);
+		id = nrma_cm_listen_release(pep->listener);
 	pthread_mutex_unlock(&pep->lock);
 	return id;
 }
@@ -508,7 +509,7 @@ int nrma_pep_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	if (info->src_addr)
 		memcpy(&src, info->src_addr, sizeof(src));
 	pep->info = fi_dupinfo(info);
-	ret = pep->info ? nrma_cm_listener_open(&src, &pep->listener) :
+	ret = pep->info ? nrma_cm_listen_open(&src, &pep->listener) :
 			  -FI_ENOMEM;
 	if (ret) {
 		fi_freeinfo(pep->info);

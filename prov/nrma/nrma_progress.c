@@ -60,7 +60,7 @@ static bool progress_chain_done(struct nrma_op *op, const struct nrma_wc *wc)
 	if (wc->status && !op->error) {
 		op->error = progress_wc_errno(op->conn, wc);
 		op->prov_errno = wc->status;
-		nrma_conn_fail(op->conn, -op->error);
+		nrma_cm_conn_fail(op->conn, -op->error);
 	}
 	if (slots) {
 		op->conn->sq_free += slots;
@@ -125,9 +125,9 @@ static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		nrma_recv_buf_release(ep, buf);
 		return;
 	}
-	conn = nrma_conn_by_qp(ep->cm, wc->qp_num);
+	conn = nrma_cm_conn_by_qp(ep->cm, wc->qp_num);
 	if (conn)
-		nrma_conn_heard(conn);
+		nrma_cm_conn_heard(conn);
 	if (wc->op == NRMA_WC_RECV_IMM) {
 		bool kept = !conn || nrma_credit_arrived(ep, conn, buf,
 							 NRMA_CREDIT_CTL, NULL);
@@ -136,7 +136,7 @@ static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		if (kept)
 			nrma_rma_write_data(ep, wc, conn);
 		else
-			nrma_conn_fail(conn, -FI_EIO); /* past its credits */
+			nrma_cm_conn_fail(conn, -FI_EIO); /* past its credits */
 		return;
 	}
 	nrma_recv_message(ep, buf, wc->len, conn);
@@ -329,7 +329,7 @@ void nrma_progress_linger(struct nrma_ep *ep)
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	pthread_mutex_lock(ep->lock);
 	while ((x->acks || !nrma_dlist_empty(&x->pending_acks)) &&
-	       nrma_timeout_left(&start, NRMA_LINGER_MS))
+	       nrma_wait_timeout_left(&start, NRMA_LINGER_MS))
 		nrma_progress_poll(ep);
 	pthread_mutex_unlock(ep->lock);
 }
@@ -346,7 +346,7 @@ void nrma_progress_settle(struct nrma_ep *ep)
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	pthread_mutex_lock(ep->lock);
 	while ((conn = nrma_cm_msg_conn(ep->cm)) && conn->refs &&
-	       nrma_timeout_left(&start, NRMA_LINGER_MS))
+	       nrma_wait_timeout_left(&start, NRMA_LINGER_MS))
 		nrma_progress_poll(ep);
 	pthread_mutex_unlock(ep->lock);
 }

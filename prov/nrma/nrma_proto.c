@@ -10,9 +10,10 @@
 /* The flags of a message (an ACK may only say NRMA_HDR_NACK). */
 #define NRMA_HDR_FLAGS (NRMA_HDR_CQ_DATA | NRMA_HDR_ACK_REQ | NRMA_HDR_TAGGED)
 
-void nrma_cm_data_init(struct nrma_cm_data *data,
-		       const struct sockaddr_in *name, uint32_t notify_rkey,
-		       enum nrma_reject_reason reason)
+void nrma_proto_cm_data_init(struct nrma_cm_data *data,
+			     const struct sockaddr_in *name,
+			     uint32_t notify_rkey,
+			     enum nrma_reject_reason reason)
 {
 	*data = (struct nrma_cm_data){
 		.magic = htonl(NRMA_CM_MAGIC),
@@ -23,7 +24,7 @@ void nrma_cm_data_init(struct nrma_cm_data *data,
 	};
 }
 
-const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len)
+const struct nrma_cm_data *nrma_proto_cm_data_parse(const void *buf, size_t len)
 {
 	const struct nrma_cm_data *data = buf;
 
@@ -32,28 +33,29 @@ const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len)
 	return data;
 }
 
-bool nrma_cm_grant_valid(const struct nrma_cm_grant *grant)
+bool nrma_proto_grant_valid(const struct nrma_cm_grant *grant)
 {
 	return grant->credit_rkey != 0;
 }
 
-uint16_t nrma_cm_data_version(const struct nrma_cm_data *data)
+uint16_t nrma_proto_cm_data_version(const struct nrma_cm_data *data)
 {
 	return ntohs(data->version);
 }
 
-enum nrma_cm_kind nrma_cm_data_kind(const struct nrma_cm_data *data)
+enum nrma_cm_kind nrma_proto_cm_data_kind(const struct nrma_cm_data *data)
 {
 	return ntohs(data->kind);
 }
 
-enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data)
+enum nrma_reject_reason nrma_proto_cm_data_reason(
+	const struct nrma_cm_data *data)
 {
 	return ntohs(data->reject_reason);
 }
 
-size_t nrma_cm_msg_data_init(void *buf, const struct nrma_cm_grant *grant,
-			     const void *app, size_t len)
+size_t nrma_proto_msg_data_init(void *buf, const struct nrma_cm_grant *grant,
+				const void *app, size_t len)
 {
 	struct nrma_cm_msg_data *data = buf;
 
@@ -71,8 +73,8 @@ size_t nrma_cm_msg_data_init(void *buf, const struct nrma_cm_grant *grant,
 	return sizeof(*data) + len;
 }
 
-const struct nrma_cm_msg_data *nrma_cm_msg_data_parse(const void *buf,
-						      size_t len)
+const struct nrma_cm_msg_data *nrma_proto_msg_data_parse(const void *buf,
+							 size_t len)
 {
 	const struct nrma_cm_msg_data *data = buf;
 
@@ -149,8 +151,8 @@ static uint64_t proto_key_mac(uint64_t key, uint64_t seq, const uint64_t *w)
 	return proto_siphash(key, PROTO_SEAL_MAC, m, 1 + NRMA_KEY_SLOT_WORDS);
 }
 
-void nrma_key_seal(struct nrma_key_sealed *out, uint64_t key, uint64_t seq,
-		   const struct nrma_key_slot *slot)
+void nrma_proto_key_seal(struct nrma_key_sealed *out, uint64_t key,
+			 uint64_t seq, const struct nrma_key_slot *slot)
 {
 	uint64_t w[NRMA_KEY_SLOT_WORDS];
 
@@ -159,8 +161,8 @@ void nrma_key_seal(struct nrma_key_sealed *out, uint64_t key, uint64_t seq,
 	out->mac = proto_key_mac(key, seq, w);
 }
 
-enum nrma_key_verdict nrma_key_unseal(const void *buf, uint64_t key,
-				      struct nrma_key_slot *out)
+enum nrma_key_verdict nrma_proto_key_unseal(const void *buf, uint64_t key,
+					    struct nrma_key_slot *out)
 {
 	struct nrma_key_sealed s;
 	uint64_t w[NRMA_KEY_SLOT_WORDS];
@@ -175,9 +177,9 @@ enum nrma_key_verdict nrma_key_unseal(const void *buf, uint64_t key,
 	return NRMA_KEY_VALID;
 }
 
-int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
-			 uint64_t addr, uint64_t len, uint32_t access,
-			 uint64_t *raddr)
+int nrma_proto_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
+			       uint64_t addr, uint64_t len, uint32_t access,
+			       uint64_t *raddr)
 {
 	uint64_t offset = virt_addr ? addr - slot->addr : addr;
 
@@ -214,7 +216,7 @@ static int proto_rndv_check(const struct nrma_hdr *hdr, const void *segs,
 	return sum == hdr->len ? 0 : -FI_EINVAL;
 }
 
-int nrma_hdr_check(const void *buf, size_t len)
+int nrma_proto_hdr_check(const void *buf, size_t len)
 {
 	const struct nrma_hdr *hdr = buf;
 	size_t body;

@@ -67,7 +67,7 @@ struct nrma_cm_grant {
  * Whether a grant names the cell where more credits come: its first ones
  * may be none, when the peer's pool has none to give yet.
  */
-bool nrma_cm_grant_valid(const struct nrma_cm_grant *grant);
+bool nrma_proto_grant_valid(const struct nrma_cm_grant *grant);
 
 /*
  * RDM connect, accept and reject private data.  A connection is known by
@@ -101,14 +101,17 @@ struct nrma_cm_data {
 _Static_assert(sizeof(struct nrma_cm_data) <= NRMA_CM_REQ_DATA_MAX,
 	       "rdmacm REQ private data");
 
-void nrma_cm_data_init(struct nrma_cm_data *data,
-		       const struct sockaddr_in *name, uint32_t notify_rkey,
-		       enum nrma_reject_reason reason);
+void nrma_proto_cm_data_init(struct nrma_cm_data *data,
+			     const struct sockaddr_in *name,
+			     uint32_t notify_rkey,
+			     enum nrma_reject_reason reason);
 /* The private data in buf if it is nrma's (of any version), else NULL. */
-const struct nrma_cm_data *nrma_cm_data_parse(const void *buf, size_t len);
-uint16_t nrma_cm_data_version(const struct nrma_cm_data *data);
-enum nrma_cm_kind nrma_cm_data_kind(const struct nrma_cm_data *data);
-enum nrma_reject_reason nrma_cm_data_reason(const struct nrma_cm_data *data);
+const struct nrma_cm_data *nrma_proto_cm_data_parse(const void *buf,
+						    size_t len);
+uint16_t nrma_proto_cm_data_version(const struct nrma_cm_data *data);
+enum nrma_cm_kind nrma_proto_cm_data_kind(const struct nrma_cm_data *data);
+enum nrma_reject_reason nrma_proto_cm_data_reason(
+	const struct nrma_cm_data *data);
 
 /*
  * FI_EP_MSG connect, accept and reject private data: a short header, then
@@ -135,14 +138,14 @@ struct nrma_cm_msg_data {
  * application's len bytes (at most NRMA_CM_MSG_APP_MAX); returns the
  * private data length.
  */
-size_t nrma_cm_msg_data_init(void *buf, const struct nrma_cm_grant *grant,
-			     const void *app, size_t len);
+size_t nrma_proto_msg_data_init(void *buf, const struct nrma_cm_grant *grant,
+				const void *app, size_t len);
 /*
  * The header in buf if it is a FI_EP_MSG one of our protocol version
  * whose application bytes lie within len, else NULL.
  */
-const struct nrma_cm_msg_data *nrma_cm_msg_data_parse(const void *buf,
-						      size_t len);
+const struct nrma_cm_msg_data *nrma_proto_msg_data_parse(const void *buf,
+							 size_t len);
 
 enum nrma_hdr_op {
 	NRMA_HDR_EAGER = 1,
@@ -187,7 +190,7 @@ struct nrma_rndv_seg {
  * none empty, that add up to hdr->len; nothing after an ACK).  0 if so,
  * else -FI_EINVAL.
  */
-int nrma_hdr_check(const void *buf, size_t len);
+int nrma_proto_hdr_check(const void *buf, size_t len);
 
 /*
  * An MR key names a slot of its domain's key table and carries the secret
@@ -245,8 +248,8 @@ struct nrma_key_sealed {
 };
 
 /* Seals slot for key at sequence seq (even) into out's words and mac. */
-void nrma_key_seal(struct nrma_key_sealed *out, uint64_t key, uint64_t seq,
-		   const struct nrma_key_slot *slot);
+void nrma_proto_key_seal(struct nrma_key_sealed *out, uint64_t key,
+			 uint64_t seq, const struct nrma_key_slot *slot);
 
 enum nrma_key_verdict {
 	NRMA_KEY_VALID,
@@ -255,8 +258,8 @@ enum nrma_key_verdict {
 };
 
 /* What a sealed slot read from a peer says of key (buf may be unaligned). */
-enum nrma_key_verdict nrma_key_unseal(const void *buf, uint64_t key,
-				      struct nrma_key_slot *out);
+enum nrma_key_verdict nrma_proto_key_unseal(const void *buf, uint64_t key,
+					    struct nrma_key_slot *out);
 
 /*
  * The remote address of len bytes at addr (an offset into the region, or
@@ -264,9 +267,9 @@ enum nrma_key_verdict nrma_key_unseal(const void *buf, uint64_t key,
  * when the region does not cover them or allow it (or cannot be: it
  * wraps the address space).
  */
-int nrma_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
-			 uint64_t addr, uint64_t len, uint32_t access,
-			 uint64_t *raddr);
+int nrma_proto_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
+			       uint64_t addr, uint64_t len, uint32_t access,
+			       uint64_t *raddr);
 
 /* Remote addresses of a notification cell's words. */
 #define NRMA_NOTIFY_WRITE_ADDR 0

@@ -94,7 +94,7 @@ static void recv_rx_done(struct nrma_ep *ep, struct nrma_rx_entry *rx)
 		rx->cancelled = false;
 		nrma_comp_recv(recv_reporter_of(ep, rx), &comp);
 	}
-	nrma_rx_entry_done(&((struct nrma_rx_ctx *) rx->ctx)->match, rx);
+	nrma_match_entry_done(&((struct nrma_rx_ctx *) rx->ctx)->match, rx);
 }
 
 /* Receive buffers */
@@ -178,7 +178,7 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	if (!pending) {
 		NRMA_WARN(FI_LOG_EP_DATA, "cannot keep an ACK: failing its "
 					  "connection\n");
-		nrma_conn_fail(conn, -FI_ENOMEM);
+		nrma_cm_conn_fail(conn, -FI_ENOMEM);
 		return;
 	}
 	pending->conn = conn;
@@ -229,10 +229,10 @@ static void recv_deliver_eager(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 			       const struct nrma_hdr *hdr, size_t len,
 			       struct nrma_conn *conn)
 {
-	size_t room = nrma_rx_space(rx), copy = len < room ? len : room;
+	size_t room = nrma_match_space(rx), copy = len < room ? len : room;
 	size_t offset = rx->offset;
 	uint64_t flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
-	void *buf = nrma_rx_take(rx, copy, recv_min_multi(rx));
+	void *buf = nrma_match_take(rx, copy, recv_min_multi(rx));
 
 	nrma_iov_scatter(rx->iov, rx->count, offset, hdr + 1, copy);
 	recv_report(ep, rx, buf, copy, flags, hdr->cq_data, hdr->tag,
@@ -363,7 +363,8 @@ static void recv_read_init(struct nrma_op *op, struct nrma_rx_entry *rx,
 	op->read.rx_flags = hdr->flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA :
 							    0;
 	op->read.left = len;
-	op->read.seg_count = hdr->seg_count; /* checked by nrma_hdr_check */
+	op->read.seg_count =
+		hdr->seg_count; /* checked by nrma_proto_hdr_check */
 	op->read.seg_done = 0;
 	memcpy(op->seg, hdr + 1, op->read.seg_count * sizeof(*op->seg));
 }
@@ -432,7 +433,7 @@ static bool recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 			      const struct nrma_hdr *hdr, uint32_t buf,
 			      struct nrma_conn *conn)
 {
-	size_t room = nrma_rx_space(rx);
+	size_t room = nrma_match_space(rx);
 	struct nrma_stalled_read where = {
 		.buf = buf,
 		.conn = conn,
@@ -442,7 +443,7 @@ static bool recv_deliver_rndv(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	};
 	struct nrma_op *op;
 
-	where.rx_buf = nrma_rx_take(rx, where.len, recv_min_multi(rx));
+	where.rx_buf = nrma_match_take(rx, where.len, recv_min_multi(rx));
 	op = nrma_dlist_empty(&ep->xfer->stalled_reads) ?
 		     nrma_op_alloc(ep->xfer, NRMA_OP_READ, conn) :
 		     NULL;
@@ -526,7 +527,7 @@ static void recv_malformed(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		  len, conn ? "; closing its connection" : "");
 	nrma_recv_buf_release(ep, buf);
 	if (conn)
-		nrma_conn_fail(conn, -FI_EIO);
+		nrma_cm_conn_fail(conn, -FI_EIO);
 }
 
 /*
@@ -550,7 +551,7 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 	struct nrma_rx_entry *rx;
 	struct nrma_rx_ctx *rc = NULL;
 
-	if (nrma_hdr_check(hdr, len) ||
+	if (nrma_proto_hdr_check(hdr, len) ||
 	    (hdr->op != NRMA_HDR_ACK && !(rc = recv_ctx_of(ep, hdr))) ||
 	    (conn &&
 	     !nrma_credit_arrived(ep, conn, buf,
@@ -666,7 +667,7 @@ static void recv_entry_init(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx,
 static struct nrma_rx_entry *recv_entry_alloc(struct nrma_rx_ctx *rc,
 					      const struct nrma_recv_args *a)
 {
-	struct nrma_rx_entry *rx = nrma_rx_entry_alloc(&rc->match);
+	struct nrma_rx_entry *rx = nrma_match_entry_alloc(&rc->match);
 
 	if (rx)
 		recv_entry_init(rc, rx, a);
@@ -812,7 +813,7 @@ static void recv_cancelled(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx)
 	if (recv_reporter(rc))
 		recv_rx_done(recv_reporter(rc), rx);
 	else
-		nrma_rx_entry_done(&rc->match, rx); /* nobody to tell */
+		nrma_match_entry_done(&rc->match, rx); /* nobody to tell */
 }
 
 ssize_t nrma_recv_ctx_cancel(struct nrma_rx_ctx *rc, void *context)
@@ -865,7 +866,7 @@ static void recv_reads_dropped(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx,
 			       size_t reads)
 {
 	rx->reads -= reads;
-	nrma_rx_entry_done(&rc->match, rx);
+	nrma_match_entry_done(&rc->match, rx);
 }
 
 void nrma_recv_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)

@@ -152,8 +152,8 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 	}
 	remote->rkey = rk->slot.rkey;
 	remote->cell_rkey = rk->slot.cell_rkey;
-	return nrma_key_slot_target(&rk->slot, virt_addr, addr, len, access,
-				    &remote->addr);
+	return nrma_proto_key_slot_target(&rk->slot, virt_addr, addr, len,
+					  access, &remote->addr);
 }
 
 int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
@@ -186,7 +186,7 @@ void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
 	struct nrma_key_slot slot;
 
 	if (!op->error)
-		verdict = nrma_key_unseal(
+		verdict = nrma_proto_key_unseal(
 			nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
 			op->resolving, &slot);
 	if (rk && rk->key == op->resolving && rk->state == NRMA_RKEY_READING) {

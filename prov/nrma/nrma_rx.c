@@ -30,10 +30,10 @@ fi_addr_t nrma_rx_peer_addr(struct nrma_ep *ep, struct nrma_conn *conn)
 		conn->av_removals = removals;
 		return conn->fi_addr;
 	}
-	nrma_conn_forget_addr(conn->cm, conn, conn->fi_addr);
+	nrma_cm_conn_forget_addr(conn->cm, conn, conn->fi_addr);
 	fi_addr = nrma_addr_table_find(table, &conn->peer);
 	if (fi_addr != FI_ADDR_NOTAVAIL)
-		nrma_conn_learn_addr(conn->cm, conn, fi_addr);
+		nrma_cm_conn_learn_addr(conn->cm, conn, fi_addr);
 	conn->av_removals = removals;
 	return fi_addr;
 }
@@ -170,7 +170,7 @@ int nrma_rx_bufs_init(struct nrma_ep *ep, size_t srq_max)
 static fi_addr_t rx_match_peer_addr(void *arg, void *peer)
 {
 	(void) arg;
-	return nrma_rx_peer_addr(nrma_conn_owner(peer), peer);
+	return nrma_rx_peer_addr(nrma_cm_conn_owner(peer), peer);
 }
 
 int nrma_rx_ctx_init(struct nrma_rx_ctx *rc, size_t size, uint64_t caps,

@@ -172,7 +172,8 @@ static int nrma_sep_tx_ctx(struct fid_ep *sep_fid, int index,
 	struct fi_tx_attr actual;
 	struct fid_ep *ep_fid;
 	struct nrma_ep *ep;
-	int ret = tx_fid ? nrma_tx_attr_set(&actual, sep->info->tx_attr, attr) :
+	int ret = tx_fid ? nrma_srx_tx_attr_set(&actual, sep->info->tx_attr,
+						attr) :
 			   -FI_EINVAL;
 
 	if (!ret)
@@ -298,7 +299,7 @@ static void rxc_disable(struct nrma_rxc *rxc)
  */
 static bool rxc_receives(const struct nrma_rxc *rxc)
 {
-	return nrma_caps_with_directions(rxc->rc.caps) & FI_RECV;
+	return nrma_attr_caps_with_directions(rxc->rc.caps) & FI_RECV;
 }
 
 /*
@@ -340,9 +341,9 @@ static int rxc_control(struct fid *fid, int command, void *arg)
 	case FI_ENABLE:
 		return rxc_enable(rxc);
 	case FI_GETOPSFLAG:
-		return nrma_ep_op_flags_get(&rxc->view.path, arg);
+		return nrma_ep_opt_flags_get(&rxc->view.path, arg);
 	case FI_SETOPSFLAG:
-		return nrma_ep_op_flags_set(&rxc->view.path, arg);
+		return nrma_ep_opt_flags_set(&rxc->view.path, arg);
 	default:
 		return -FI_ENOSYS;
 	}
@@ -403,7 +404,7 @@ static struct fi_ops nrma_rxc_fi_ops = {
 	.ops_open = nrma_no_ops_open,
 };
 
-ssize_t nrma_rxc_recv(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
+ssize_t nrma_sep_rxc_recv(struct fid_ep *ep_fid, const struct nrma_recv_args *a)
 {
 	struct nrma_rxc *rxc = rxc_of_fid(&ep_fid->fid);
 	ssize_t ret;
@@ -486,8 +487,9 @@ static int nrma_sep_rx_ctx(struct fid_ep *sep_fid, int index,
 	struct nrma_sep *sep = sep_of_fid(&sep_fid->fid);
 	struct fi_rx_attr attr;
 	struct nrma_rxc *rxc;
-	int ret = rx_fid ? nrma_rx_attr_set(&attr, sep->info->rx_attr, want) :
-			   -FI_EINVAL;
+	int ret =
+		rx_fid ? nrma_srx_rx_attr_set(&attr, sep->info->rx_attr, want) :
+			 -FI_EINVAL;
 
 	if (!ret)
 		ret = sep_ctx_check(sep, index, false);

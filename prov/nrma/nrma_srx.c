@@ -97,7 +97,7 @@ int nrma_srx_bind(struct nrma_ep *ep, struct fid *srx_fid)
 	return ret;
 }
 
-int nrma_stx_bind(struct nrma_ep *ep, struct fid *stx_fid)
+int nrma_srx_stx_bind(struct nrma_ep *ep, struct fid *stx_fid)
 {
 	struct nrma_stx *stx = stx_of_fid(stx_fid);
 	int ret;
@@ -115,7 +115,7 @@ int nrma_stx_bind(struct nrma_ep *ep, struct fid *stx_fid)
 }
 
 /* A closing endpoint leaves its contexts; it has left every CQ. */
-void nrma_ctx_unbind(struct nrma_ep *ep)
+void nrma_srx_ctx_unbind(struct nrma_ep *ep)
 {
 	if (!ep->srx && !ep->stx)
 		return;
@@ -165,7 +165,7 @@ static int nrma_srx_getopt(fid_t fid, int level, int optname, void *optval,
 	pthread_mutex_lock(&srx->domain->ctx_lock);
 	value = srx->rc.min_multi_recv;
 	pthread_mutex_unlock(&srx->domain->ctx_lock);
-	return nrma_opt_put(optval, optlen, &value, sizeof(value));
+	return nrma_ep_opt_put(optval, optlen, &value, sizeof(value));
 }
 
 static int nrma_srx_setopt(fid_t fid, int level, int optname,
@@ -227,8 +227,8 @@ static struct fi_ops nrma_srx_fi_ops = {
 };
 
 /* A context's attributes: the domain's endpoints', as far as asked. */
-int nrma_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
-		     const struct fi_rx_attr *want)
+int nrma_srx_rx_attr_set(struct fi_rx_attr *attr, const struct fi_rx_attr *base,
+			 const struct fi_rx_attr *want)
 {
 	*attr = *base;
 	if (!want)
@@ -257,7 +257,7 @@ int nrma_srx_open(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
 	if (!srx)
 		return -FI_ENOMEM;
 	srx->domain = domain;
-	ret = nrma_rx_attr_set(&srx->attr, domain->info->rx_attr, attr);
+	ret = nrma_srx_rx_attr_set(&srx->attr, domain->info->rx_attr, attr);
 	if (!ret)
 		ret = nrma_rx_ctx_init(&srx->rc, srx->attr.size, srx->attr.caps,
 				       srx->attr.iov_limit);
@@ -307,8 +307,8 @@ static struct fi_ops nrma_stx_fi_ops = {
  * A transmit context's attributes: the domain's endpoints', with the
  * operation flags asked for; it may ask for less than they offer.
  */
-int nrma_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
-		     const struct fi_tx_attr *want)
+int nrma_srx_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
+			 const struct fi_tx_attr *want)
 {
 	*attr = *base;
 	if (!want)
@@ -326,16 +326,16 @@ int nrma_tx_attr_set(struct fi_tx_attr *attr, const struct fi_tx_attr *base,
 /* A shared one sizes its budget as asked. */
 static int stx_attr_set(struct nrma_stx *stx, const struct fi_tx_attr *want)
 {
-	int ret =
-		nrma_tx_attr_set(&stx->attr, stx->domain->info->tx_attr, want);
+	int ret = nrma_srx_tx_attr_set(&stx->attr, stx->domain->info->tx_attr,
+				       want);
 
 	if (!ret && want && want->size)
 		stx->attr.size = want->size;
 	return ret;
 }
 
-int nrma_stx_open(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
-		  struct fid_stx **stx_fid, void *context)
+int nrma_srx_stx_open(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
+		      struct fid_stx **stx_fid, void *context)
 {
 	struct nrma_domain *domain = nrma_domain_of(domain_fid);
 	struct nrma_stx *stx = calloc(1, sizeof(*stx));

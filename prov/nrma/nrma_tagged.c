@@ -20,7 +20,7 @@ static ssize_t nrma_tagged_recvmsg(struct fid_ep *ep_fid,
 		.context = msg->context,
 	};
 
-	return nrma_recv_on(ep_fid, &a);
+	return nrma_msg_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -35,10 +35,10 @@ static ssize_t nrma_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 		.tag = tag,
 		.ignore = ignore,
 		.context = context,
-		.flags = nrma_rx_op_flags(ep_fid) | FI_TAGGED,
+		.flags = nrma_msg_rx_op_flags(ep_fid) | FI_TAGGED,
 	};
 
-	return nrma_recv_on(ep_fid, &a);
+	return nrma_msg_recv_on(ep_fid, &a);
 }
 
 static ssize_t nrma_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,

@@ -107,14 +107,14 @@ int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
 	/* A scalable peer's receive contexts share one connection. */
 	dest = nrma_addr_base(table, dest);
 	removals = nrma_addr_table_removals(table);
-	up = nrma_conn_up(ep->cm, dest);
+	up = nrma_cm_conn_up(ep->cm, dest);
 	if (up && up->av_removals == removals) {
 		*conn = up;
 		return 0;
 	}
 	if (nrma_addr_table_get(table, dest, &peer))
 		return -FI_EINVAL;
-	ret = nrma_conn_get(ep->cm, dest, &peer, conn);
+	ret = nrma_cm_conn_get(ep->cm, dest, &peer, conn);
 	if (!ret)
 		(*conn)->av_removals = removals;
 	return ret;

@@ -111,7 +111,7 @@ void nrma_wait_drain(struct nrma_wait *wait)
 		NRMA_WARN(FI_LOG_CORE, "eventfd read: %s\n", strerror(errno));
 }
 
-long nrma_elapsed_us(const struct timespec *start)
+long nrma_wait_elapsed_us(const struct timespec *start)
 {
 	struct timespec now;
 
@@ -120,7 +120,7 @@ long nrma_elapsed_us(const struct timespec *start)
 	       (now.tv_nsec - start->tv_nsec) / 1000;
 }
 
-int nrma_timeout_left(const struct timespec *start, int timeout_ms)
+int nrma_wait_timeout_left(const struct timespec *start, int timeout_ms)
 {
 	struct timespec now;
 	long elapsed;

@@ -35,8 +35,8 @@ void nrma_wait_raise(struct nrma_wait *wait);
 void nrma_wait_lower(struct nrma_wait *wait);
 int nrma_wait_block(struct nrma_wait *wait, int timeout_ms);
 int nrma_wait_control(struct nrma_wait *wait, int command, void *arg);
-int nrma_timeout_left(const struct timespec *start, int timeout_ms);
+int nrma_wait_timeout_left(const struct timespec *start, int timeout_ms);
 /* Microseconds since start (CLOCK_MONOTONIC). */
-long nrma_elapsed_us(const struct timespec *start);
+long nrma_wait_elapsed_us(const struct timespec *start);
 
 #endif /* NRMA_WAIT_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libFuzzer target: a message as it arrives in a receive buffer, checked
- * by nrma_hdr_check before the receiver looks at it.  Whatever the bytes,
+ * by nrma_proto_hdr_check before the receiver looks at it.  Whatever the bytes,
  * the check must not read past them, and what it accepts must be what
  * the receiver can use safely.
  */
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!buf)
 		return 0;
 	memcpy(buf, data, size);
-	if (!nrma_hdr_check(buf, size))
+	if (!nrma_proto_hdr_check(buf, size))
 		hdr_accepted((const struct nrma_hdr *) buf, size);
 	free(buf);
 	return 0;

@@ -29,8 +29,8 @@ static void slot_served(const struct nrma_key_slot *slot,
 {
 	uint64_t raddr, end = slot->addr + slot->len;
 	bool virt = op->virt_addr & 1;
-	int ret = nrma_key_slot_target(slot, virt, op->addr, op->len,
-				       op->access, &raddr);
+	int ret = nrma_proto_key_slot_target(slot, virt, op->addr, op->len,
+					     op->access, &raddr);
 
 	if (ret && ret != -FI_EACCES)
 		abort();
@@ -57,10 +57,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(&sealed, data, sizeof(sealed));
 	memcpy(&op, data + sizeof(sealed), sizeof(op));
-	switch (nrma_key_unseal(data, op.key, &slot)) {
+	switch (nrma_proto_key_unseal(data, op.key, &slot)) {
 	case NRMA_KEY_VALID:
 		again = sealed;
-		nrma_key_seal(&again, op.key, sealed.seq, &slot);
+		nrma_proto_key_seal(&again, op.key, sealed.seq, &slot);
 		if (!op.key || sealed.seq != sealed.seq_end || sealed.seq % 2 ||
 		    memcmp(&again, &sealed, sizeof(again)))
 			abort();

@@ -129,15 +129,16 @@ static void claimer_answer(struct claimer *c)
 	bool ours;
 
 	CHECK(!rdma_get_cm_event(c->ch, &ev));
-	q = nrma_cm_data_parse(ev->param.conn.private_data,
-			       ev->param.conn.private_data_len);
+	q = nrma_proto_cm_data_parse(ev->param.conn.private_data,
+				     ev->param.conn.private_data_len);
 	EXPECT(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && q &&
-		       nrma_cm_data_kind(q) == NRMA_CM_CHECK,
+		       nrma_proto_cm_data_kind(q) == NRMA_CM_CHECK,
 	       "V asks whether the request is H's (%s)",
 	       rdma_event_str(ev->event));
 	ours = q->nonce == c->nonce;
-	nrma_cm_data_init(&a, &c->name, 0,
-			  ours ? NRMA_REJECT_CONFIRMED : NRMA_REJECT_IDENTITY);
+	nrma_proto_cm_data_init(&a, &c->name, 0,
+				ours ? NRMA_REJECT_CONFIRMED :
+				       NRMA_REJECT_IDENTITY);
 	a.kind = htons(NRMA_CM_CHECK);
 	a.nonce = q->nonce;
 	CHECK(!rdma_reject(ev->id, &a, sizeof(a)));
@@ -271,7 +272,7 @@ static enum rdma_cm_event_type fake_connect(struct fake *f,
 	enum rdma_cm_event_type type;
 	const struct nrma_cm_data *reply;
 
-	nrma_cm_data_init(&data, name, 0, NRMA_REJECT_NONE);
+	nrma_proto_cm_data_init(&data, name, 0, NRMA_REJECT_NONE);
 	data.grant.credit_rkey = f->cell_mr->rkey;
 	data.grant.credits_msg = FAKE_CREDITS_MSG;
 	data.grant.credits_ctl = FAKE_CREDITS_CTL;
@@ -282,9 +283,9 @@ static enum rdma_cm_event_type fake_connect(struct fake *f,
 	CHECK(!rdma_connect(f->id, &param));
 	ev = fake_reply(f, c);
 	type = ev->event;
-	reply = nrma_cm_data_parse(ev->param.conn.private_data,
-				   ev->param.conn.private_data_len);
-	*reason = reply ? (int) nrma_cm_data_reason(reply) : -1;
+	reply = nrma_proto_cm_data_parse(ev->param.conn.private_data,
+					 ev->param.conn.private_data_len);
+	*reason = reply ? (int) nrma_proto_cm_data_reason(reply) : -1;
 	if (reply && type == RDMA_CM_EVENT_ESTABLISHED) {
 		f->credit[NRMA_CREDIT_MSG].grant = reply->grant.credits_msg;
 		f->credit[NRMA_CREDIT_CTL].grant = reply->grant.credits_ctl;

@@ -157,13 +157,13 @@ static int setup(void **state)
 static int match(uint32_t version, const struct fi_info *hints,
 		 struct fi_info **out)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	struct fi_info *info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 	int ret;
 
 	assert_non_null(info);
-	ret = nrma_info_match(version, info, hints);
+	ret = nrma_attr_match(version, info, hints);
 	if (!ret)
-		nrma_info_narrow(version, info, hints);
+		nrma_attr_narrow(version, info, hints);
 	if (!ret && out)
 		*out = info;
 	else
@@ -184,7 +184,7 @@ static struct fi_info *hints_alloc(void)
 	return hints;
 }
 
-/* What nrma_info_alloc offers for test_dev, before any hints. */
+/* What nrma_attr_info_alloc offers for test_dev, before any hints. */
 struct offer {
 	uint64_t caps;
 	uint64_t tx_caps;
@@ -193,7 +193,7 @@ struct offer {
 
 static struct offer offered(void)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	struct fi_info *info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 	struct offer offer;
 
 	assert_non_null(info);
@@ -229,11 +229,11 @@ static void assert_caps_consistent(const struct fi_info *info)
 				    MR_REQUIRED);
 }
 
-/* nrma_info_alloc */
+/* nrma_attr_info_alloc */
 
 static void test_alloc_caps(void **state)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	struct fi_info *info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 
 	(void) state;
 	assert_non_null(info);
@@ -268,7 +268,7 @@ static void test_alloc_caps(void **state)
 
 static void test_alloc_fields(void **state)
 {
-	struct fi_info *info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	struct fi_info *info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 
 	(void) state;
 	assert_non_null(info);
@@ -347,7 +347,7 @@ static void test_alloc_clamps_to_device(void **state)
 	nrma_params.rx_size = 3 * 1048576;
 	nrma_params.mr_max = 1048576;
 	test_dev.limits.max_srq_wr = 4096;
-	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 	nrma_params = saved;
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->size, 1048576);
@@ -369,7 +369,7 @@ static void test_alloc_iov_limits_clamp(void **state)
 	(void) state;
 	test_dev.limits.max_sge = 2;
 	test_dev.limits.max_sge_rd = 3;
-	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->iov_limit, 2);
 	assert_int_equal(info->rx_attr->iov_limit, 3);
@@ -377,7 +377,7 @@ static void test_alloc_iov_limits_clamp(void **state)
 
 	test_dev.limits.max_sge = 1;
 	test_dev.limits.max_sge_rd = 1;
-	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->iov_limit, 1);
 	assert_int_equal(info->rx_attr->iov_limit, 1);
@@ -386,7 +386,7 @@ static void test_alloc_iov_limits_clamp(void **state)
 	/* Exactly at the limit, and far above it. */
 	test_dev.limits.max_sge = NRMA_IOV_LIMIT;
 	test_dev.limits.max_sge_rd = 1000;
-	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->iov_limit, NRMA_IOV_LIMIT);
 	assert_int_equal(info->rx_attr->iov_limit, NRMA_IOV_LIMIT);
@@ -401,14 +401,14 @@ static void test_alloc_inject_size(void **state)
 
 	(void) state;
 	nrma_params.eager_size = 1234;
-	info = nrma_info_alloc(&test_dev, FI_EP_RDM);
+	info = nrma_attr_info_alloc(&test_dev, FI_EP_RDM);
 	nrma_params = saved;
 	assert_non_null(info);
 	assert_int_equal(info->tx_attr->inject_size, 1234);
 	fi_freeinfo(info);
 }
 
-/* nrma_fabric_name */
+/* nrma_attr_fabric_name */
 
 static void test_fabric_name(void **state)
 {
@@ -418,17 +418,20 @@ static void test_fabric_name(void **state)
 	(void) state;
 	set_ip(&addr, "10.9.9.1");
 	set_ip(&mask, "255.255.255.0");
-	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, sizeof(buf)), 0);
+	assert_int_equal(nrma_attr_fabric_name(&addr, &mask, buf, sizeof(buf)),
+			 0);
 	assert_string_equal(buf, "10.9.9.0/24");
 
 	set_ip(&addr, "192.168.1.77");
 	set_ip(&mask, "255.255.0.0");
-	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, sizeof(buf)), 0);
+	assert_int_equal(nrma_attr_fabric_name(&addr, &mask, buf, sizeof(buf)),
+			 0);
 	assert_string_equal(buf, "192.168.0.0/16");
 
 	set_ip(&addr, "172.16.5.4");
 	set_ip(&mask, "255.255.255.255");
-	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, sizeof(buf)), 0);
+	assert_int_equal(nrma_attr_fabric_name(&addr, &mask, buf, sizeof(buf)),
+			 0);
 	assert_string_equal(buf, "172.16.5.4/32");
 }
 
@@ -441,14 +444,15 @@ static void test_fabric_name_too_small(void **state)
 	set_ip(&addr, "10.9.9.1");
 	set_ip(&mask, "255.255.255.0");
 	/* "10.9.9.0/24" is 11 characters and a NUL. */
-	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, 11),
+	assert_int_equal(nrma_attr_fabric_name(&addr, &mask, buf, 11),
 			 -FI_ETOOSMALL);
-	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, 4), -FI_ETOOSMALL);
-	assert_int_equal(nrma_fabric_name(&addr, &mask, buf, 12), 0);
+	assert_int_equal(nrma_attr_fabric_name(&addr, &mask, buf, 4),
+			 -FI_ETOOSMALL);
+	assert_int_equal(nrma_attr_fabric_name(&addr, &mask, buf, 12), 0);
 	assert_string_equal(buf, "10.9.9.0/24");
 }
 
-/* nrma_info_match / nrma_info_narrow */
+/* nrma_attr_match / nrma_attr_narrow */
 
 static void test_no_hints(void **state)
 {
@@ -1459,7 +1463,7 @@ static void test_op_flags_refused(void **state)
 	fi_freeinfo(hints);
 }
 
-/* nrma_getinfo over a synthetic device table (numeric addresses only). */
+/* nrma_attr_getinfo over a synthetic device table (numeric addresses only). */
 
 static struct nrma_device two_devs[2];
 
@@ -1500,7 +1504,8 @@ static void test_getinfo_all_devices(void **state)
 	struct fi_info *info = NULL;
 
 	(void) state;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, NULL, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, NULL, &info),
+			 0);
 	assert_non_null(info);
 	assert_non_null(info->next);
 	assert_null(info->next->next);
@@ -1526,8 +1531,9 @@ static void test_getinfo_source(void **state)
 	struct fi_info *info = NULL;
 
 	(void) state;
-	assert_int_equal(nrma_getinfo(V_CUR, "192.168.1.77", "7000",
-				      FI_SOURCE | FI_NUMERICHOST, NULL, &info),
+	assert_int_equal(nrma_attr_getinfo(V_CUR, "192.168.1.77", "7000",
+					   FI_SOURCE | FI_NUMERICHOST, NULL,
+					   &info),
 			 0);
 	assert_null(info->next);
 	assert_string_equal(info->domain_attr->name, "rxe1");
@@ -1536,7 +1542,8 @@ static void test_getinfo_source(void **state)
 
 	/* A service alone binds that port on every device. */
 	info = NULL;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, "7001", 0, NULL, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, "7001", 0, NULL, &info),
+			 0);
 	assert_non_null(info->next);
 	assert_sin(info->src_addr, info->src_addrlen, "10.9.9.1", 7001);
 	assert_sin(info->next->src_addr, info->next->src_addrlen,
@@ -1544,8 +1551,9 @@ static void test_getinfo_source(void **state)
 	fi_freeinfo(info);
 
 	info = NULL;
-	assert_int_equal(nrma_getinfo(V_CUR, "10.9.9.2", "7000",
-				      FI_SOURCE | FI_NUMERICHOST, NULL, &info),
+	assert_int_equal(nrma_attr_getinfo(V_CUR, "10.9.9.2", "7000",
+					   FI_SOURCE | FI_NUMERICHOST, NULL,
+					   &info),
 			 -FI_ENODATA);
 	assert_null(info);
 }
@@ -1555,8 +1563,8 @@ static void test_getinfo_dest(void **state)
 	struct fi_info *info = NULL;
 
 	(void) state;
-	assert_int_equal(nrma_getinfo(V_CUR, "10.9.9.5", "7002", FI_NUMERICHOST,
-				      NULL, &info),
+	assert_int_equal(nrma_attr_getinfo(V_CUR, "10.9.9.5", "7002",
+					   FI_NUMERICHOST, NULL, &info),
 			 0);
 	assert_non_null(info->next);
 	assert_sin(info->dest_addr, info->dest_addrlen, "10.9.9.5", 7002);
@@ -1575,7 +1583,8 @@ static void test_getinfo_msg(void **state)
 	struct fid pep = { .fclass = FI_CLASS_PEP };
 
 	(void) state;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 0);
 	for (struct fi_info *cur = info; cur; cur = cur->next)
 		assert_int_equal(cur->ep_attr->type, FI_EP_RDM);
 	fi_freeinfo(info);
@@ -1583,7 +1592,8 @@ static void test_getinfo_msg(void **state)
 	info = NULL;
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->handle = &pep;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 0);
 	for (struct fi_info *cur = info; cur; cur = cur->next) {
 		assert_int_equal(cur->ep_attr->type, FI_EP_MSG);
 		assert_ptr_equal(cur->handle, &pep);
@@ -1597,7 +1607,7 @@ static void test_getinfo_msg(void **state)
 	info = NULL;
 	hints->handle = NULL;
 	hints->caps = FI_MSG | FI_SOURCE;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
 	fi_freeinfo(hints);
 }
@@ -1663,7 +1673,8 @@ static void test_getinfo_hints(void **state)
 
 	(void) state;
 	hints->domain_attr->name = strdup("rxe1");
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 0);
 	assert_null(info->next);
 	assert_string_equal(info->domain_attr->name, "rxe1");
 	fi_freeinfo(info);
@@ -1673,7 +1684,8 @@ static void test_getinfo_hints(void **state)
 	free(hints->domain_attr->name);
 	hints->domain_attr->name = NULL;
 	hints->caps = FI_MSG | FI_SOURCE;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 0);
 	assert_non_null(info->next);
 	assert_null(info->next->next);
 	for (struct fi_info *cur = info; cur; cur = cur->next) {
@@ -1686,12 +1698,13 @@ static void test_getinfo_hints(void **state)
 	/* RMA by name needs the provider's mr_mode... */
 	info = NULL;
 	hints->caps = FI_MSG | FI_RMA;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
 	assert_null(info);
 	/* ...and is offered, from every device, with it. */
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | BASIC_MAP;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 0);
 	assert_non_null(info->next);
 	assert_null(info->next->next);
 	for (struct fi_info *cur = info; cur; cur = cur->next) {
@@ -1705,11 +1718,12 @@ static void test_getinfo_hints(void **state)
 	/* Atomics, like RMA, need the provider's mr_mode. */
 	info = NULL;
 	hints->caps = FI_MSG | FI_ATOMIC;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
 	assert_null(info);
 	hints->domain_attr->mr_mode = BASIC_MAP;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info), 0);
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+			 0);
 	assert_int_equal(info->caps & PRIMARY_CAPS, FI_MSG | FI_ATOMIC);
 	assert_caps_consistent(info);
 	fi_freeinfo(info);
@@ -1717,7 +1731,7 @@ static void test_getinfo_hints(void **state)
 
 	hints->caps = 0;
 	hints->ep_attr->type = FI_EP_DGRAM;
-	assert_int_equal(nrma_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
+	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 -FI_ENODATA);
 	assert_null(info);
 	fi_freeinfo(hints);

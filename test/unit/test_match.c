@@ -74,7 +74,7 @@ static struct nrma_rx_entry *post(struct nrma_match *m, uint64_t flags,
 				  uint64_t tag, uint64_t ignore, fi_addr_t src,
 				  void *buf, size_t len, void *context)
 {
-	struct nrma_rx_entry *rx = nrma_rx_entry_alloc(m);
+	struct nrma_rx_entry *rx = nrma_match_entry_alloc(m);
 
 	assert_non_null(rx);
 	rx->iov[0] = (struct iovec){ .iov_base = buf, .iov_len = len };
@@ -129,7 +129,7 @@ static void test_arrival_order(void **state)
 	first = post(m, FI_TAGGED, 5, 0, FI_ADDR_UNSPEC, buf, 16, NULL);
 	second = post(m, FI_TAGGED, 5, 0, FI_ADDR_UNSPEC, buf, 16, NULL);
 	assert_ptr_equal(nrma_match_posted(m, true, 5, NULL), first);
-	nrma_rx_take(first, 16, 0);
+	nrma_match_take(first, 16, 0);
 	assert_true(first->released);
 	assert_ptr_equal(nrma_match_posted(m, true, 5, NULL), second);
 }
@@ -217,15 +217,15 @@ static void test_rx_pool_bounded(void **state)
 
 	for (int i = 0; i < RX_COUNT; i++)
 		rx[i] = post(m, 0, 0, 0, FI_ADDR_UNSPEC, buf, 8, NULL);
-	assert_null(nrma_rx_entry_alloc(m));
+	assert_null(nrma_match_entry_alloc(m));
 	/* a receive is free only once released and with no reads left */
 	rx[0]->reads = 1;
-	nrma_rx_take(rx[0], 8, 0);
-	nrma_rx_entry_done(m, rx[0]);
-	assert_null(nrma_rx_entry_alloc(m));
+	nrma_match_take(rx[0], 8, 0);
+	nrma_match_entry_done(m, rx[0]);
+	assert_null(nrma_match_entry_alloc(m));
 	rx[0]->reads = 0;
-	nrma_rx_entry_done(m, rx[0]);
-	assert_non_null(nrma_rx_entry_alloc(m));
+	nrma_match_entry_done(m, rx[0]);
+	assert_non_null(nrma_match_entry_alloc(m));
 }
 
 static void test_multi_recv_space(void **state)
@@ -235,15 +235,15 @@ static void test_multi_recv_space(void **state)
 	struct nrma_rx_entry *rx;
 
 	rx = post(m, FI_MULTI_RECV, 0, 0, FI_ADDR_UNSPEC, buf, 100, NULL);
-	assert_ptr_equal(nrma_rx_take(rx, 30, 25), buf);
-	assert_int_equal(nrma_rx_space(rx), 70);
+	assert_ptr_equal(nrma_match_take(rx, 30, 25), buf);
+	assert_int_equal(nrma_match_space(rx), 70);
 	assert_false(rx->released);
-	assert_ptr_equal(nrma_rx_take(rx, 40, 25), buf + 30);
-	assert_int_equal(nrma_rx_space(rx), 30);
+	assert_ptr_equal(nrma_match_take(rx, 40, 25), buf + 30);
+	assert_int_equal(nrma_match_space(rx), 30);
 	assert_false(rx->released);
 	/* more than is left takes what is left; less than min_left remains */
-	assert_ptr_equal(nrma_rx_take(rx, 50, 25), buf + 70);
-	assert_int_equal(nrma_rx_space(rx), 0);
+	assert_ptr_equal(nrma_match_take(rx, 50, 25), buf + 70);
+	assert_int_equal(nrma_match_space(rx), 0);
 	assert_true(rx->released);
 	assert_null(nrma_match_posted(m, false, 0, NULL));
 }
@@ -256,9 +256,9 @@ static void test_multi_recv_min_zero(void **state)
 	struct nrma_rx_entry *rx;
 
 	rx = post(m, FI_MULTI_RECV, 0, 0, FI_ADDR_UNSPEC, buf, 16, NULL);
-	nrma_rx_take(rx, 10, 0);
+	nrma_match_take(rx, 10, 0);
 	assert_false(rx->released);
-	nrma_rx_take(rx, 6, 0);
+	nrma_match_take(rx, 6, 0);
 	assert_true(rx->released);
 	assert_null(nrma_match_posted(m, false, 0, NULL));
 }
@@ -270,7 +270,7 @@ static void test_single_receive_released(void **state)
 	struct nrma_rx_entry *rx =
 		post(m, 0, 0, 0, FI_ADDR_UNSPEC, buf, 100, NULL);
 
-	assert_ptr_equal(nrma_rx_take(rx, 10, 0), buf);
+	assert_ptr_equal(nrma_match_take(rx, 10, 0), buf);
 	assert_true(rx->released);
 	assert_null(nrma_match_posted(m, false, 0, NULL));
 }
