@@ -379,7 +379,9 @@ struct nrma_cq {
 	enum fi_cq_format format;
 	enum fi_cq_wait_cond wait_cond;
 	struct nrma_ring comps; /* struct nrma_cq_entry */
-	size_t errors;		/* error entries among them */
+	/* Free slots in comps, kept under lock, read by progress without. */
+	_Atomic size_t room;
+	size_t errors; /* error entries among them */
 	uint64_t signal_gen;	/* fi_cq_signal calls */
 	size_t sreaders;	/* threads in fi_cq_sread */
 	size_t unwoken;		/* of those signalled, still to return */
@@ -388,6 +390,13 @@ struct nrma_cq {
 	struct nrma_ep_set eps; /* endpoints to progress */
 	atomic_int ref;		/* endpoints, poll sets using it */
 };
+
+/* After entries came or went, with cq->lock held. */
+static inline void nrma_cq_room_update(struct nrma_cq *cq)
+{
+	atomic_store_explicit(&cq->room, cq->comps.capacity - cq->comps.count,
+			      memory_order_relaxed);
+}
 
 int nrma_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		 struct fid_cq **cq, void *context);

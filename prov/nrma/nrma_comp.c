@@ -57,6 +57,7 @@ static void comp_cq_push(struct nrma_cq *cq, const struct nrma_comp *comp,
 		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
 		free(err);
 	}
+	nrma_cq_room_update(cq);
 	nrma_wait_raise(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 }
@@ -141,14 +142,14 @@ void nrma_comp_rx_event(struct nrma_ep *ep, const struct nrma_comp *comp)
 	comp_report(ep->rx_cq, NULL, &entry);
 }
 
+/*
+ * Read without the CQ's lock: another endpoint's progress may fill the
+ * room meanwhile, as it could once the lock was let go, and the ring
+ * grows for what does not fit.
+ */
 static size_t comp_cq_room(struct nrma_cq *cq)
 {
-	size_t room;
-
-	pthread_mutex_lock(&cq->lock);
-	room = cq->comps.capacity - cq->comps.count;
-	pthread_mutex_unlock(&cq->lock);
-	return room;
+	return atomic_load_explicit(&cq->room, memory_order_relaxed);
 }
 
 size_t nrma_comp_room(struct nrma_ep *ep)

@@ -85,6 +85,7 @@ static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 	if (!n && count)
 		return -FI_EAVAIL;
 	nrma_ring_consume(&cq->comps, n);
+	nrma_cq_room_update(cq);
 	if (nrma_ring_empty(&cq->comps))
 		cq_drain(cq);
 	return n;
@@ -103,6 +104,7 @@ static struct fi_cq_err_entry *cq_pop_err(struct nrma_cq *cq)
 	if (!err)
 		return NULL;
 	nrma_ring_consume(&cq->comps, 1);
+	nrma_cq_room_update(cq);
 	cq->errors--;
 	if (nrma_ring_empty(&cq->comps))
 		cq_drain(cq);
@@ -459,6 +461,7 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 			     sizeof(struct nrma_cq_entry));
 	if (ret)
 		goto err_free;
+	nrma_cq_room_update(cq);
 	ret = nrma_wait_open(&cq->wait, attr->wait_obj);
 	if (ret)
 		goto err_ring;
