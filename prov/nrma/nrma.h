@@ -381,11 +381,11 @@ struct nrma_cq {
 	struct nrma_ring comps; /* struct nrma_cq_entry */
 	/* Free slots in comps, kept under lock, read by progress without. */
 	_Atomic size_t room;
-	size_t errors; /* error entries among them */
-	uint64_t signal_gen;	/* fi_cq_signal calls */
-	size_t sreaders;	/* threads in fi_cq_sread */
-	size_t unwoken;		/* of those signalled, still to return */
-	bool signal_unclaimed;	/* a signal no sread was in, for the next */
+	size_t errors;	       /* error entries among them */
+	uint64_t signal_gen;   /* fi_cq_signal calls */
+	size_t sreaders;       /* threads in fi_cq_sread */
+	size_t unwoken;	       /* of those signalled, still to return */
+	bool signal_unclaimed; /* a signal no sread was in, for the next */
 	struct nrma_wait wait;
 	struct nrma_ep_set eps; /* endpoints to progress */
 	atomic_int ref;		/* endpoints, poll sets using it */
