@@ -66,6 +66,15 @@ static void cq_drain(struct nrma_cq *cq)
 		nrma_wait_lower(&cq->wait);
 }
 
+/* Takes the n oldest entries off the ring: room for progress again. */
+static void cq_consume(struct nrma_cq *cq, size_t n)
+{
+	nrma_ring_consume(&cq->comps, n);
+	nrma_cq_room_update(cq);
+	if (nrma_ring_empty(&cq->comps))
+		cq_drain(cq);
+}
+
 static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 			      fi_addr_t *src_addr)
 {
@@ -84,10 +93,7 @@ static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 	}
 	if (!n && count)
 		return -FI_EAVAIL;
-	nrma_ring_consume(&cq->comps, n);
-	nrma_cq_room_update(cq);
-	if (nrma_ring_empty(&cq->comps))
-		cq_drain(cq);
+	cq_consume(cq, n);
 	return n;
 }
 
@@ -103,11 +109,8 @@ static struct fi_cq_err_entry *cq_pop_err(struct nrma_cq *cq)
 	err = head->err;
 	if (!err)
 		return NULL;
-	nrma_ring_consume(&cq->comps, 1);
-	nrma_cq_room_update(cq);
 	cq->errors--;
-	if (nrma_ring_empty(&cq->comps))
-		cq_drain(cq);
+	cq_consume(cq, 1);
 	return err;
 }
 
