@@ -219,8 +219,9 @@ int nrma_verbs_domain_event(struct nrma_verbs_domain *vd,
 {
 	struct ibv_async_event ev;
 
+	/* Never 0 on failure: *event is filled only on success. */
 	if (ibv_get_async_event(vd->ctx, &ev))
-		return errno == EAGAIN ? -FI_EAGAIN : -errno;
+		return errno == EAGAIN ? -FI_EAGAIN : errno ? -errno : -FI_EIO;
 	*event = (struct nrma_verbs_event){
 		.kind = verbs_event_kind(ev.event_type),
 		.type = ev.event_type,
