@@ -25,6 +25,8 @@
  *      nrma_eq.lock, an AV's address table lock, the notification region's
  *      lock, the key table's lock, the domain's connection claims' lock
  * Endpoint progress runs with (3) held and writes completions under (4).
+ * Read without a lock: a counter's value (its words under a sequence
+ * count, nrma_comp_cntr_value), a CQ's room, an endpoint set's size.
  */
 #ifndef NRMA_H
 #define NRMA_H
@@ -341,8 +343,14 @@ extern struct fi_ops_mr nrma_mr_ops;
 struct nrma_ep_set {
 	pthread_mutex_t lock;
 	struct nrma_ep **eps;
-	size_t count;
+	size_t count; /* stored atomically, under lock: nrma_ep_set_empty */
 };
+
+/* Without the set's lock: an endpoint added meanwhile counts next time. */
+static inline bool nrma_ep_set_empty(const struct nrma_ep_set *set)
+{
+	return !__atomic_load_n(&set->count, __ATOMIC_RELAXED);
+}
 
 void nrma_ep_set_init(struct nrma_ep_set *set);
 void nrma_ep_set_fini(struct nrma_ep_set *set);
@@ -404,15 +412,28 @@ int nrma_cq_trywait(struct nrma_cq *cq);
 bool nrma_cq_ready(struct nrma_cq *cq);
 
 /* Counter: bumped by progress (nrma_comp.c) and by remote atomics. */
+/*
+ * The notification words a counter counts in.  Readers walk a block
+ * without the counter's lock (nrma_comp_cntr_value), so a full block is
+ * replaced, not reallocated, and freed only when the counter closes.
+ */
+struct nrma_cntr_words {
+	struct nrma_cntr_words *replaced; /* the block before this one */
+	size_t cap;
+	_Atomic size_t count;
+	volatile uint64_t *_Atomic word[];
+};
+
 struct nrma_cntr {
 	struct fid_cntr cntr_fid;
 	struct nrma_domain *domain;
 	_Atomic uint64_t value; /* local count: bias on the words */
 	_Atomic uint64_t err;
-	pthread_mutex_t lock;	   /* guards words */
-	volatile uint64_t **words; /* notification words counted in */
-	size_t nwords;
-	size_t words_cap;
+	pthread_mutex_t lock; /* serializes changes to the words */
+	/* Odd while the words and the bias change together: a reader that
+	 * saw it odd or changed reads again (a sequence lock). */
+	_Atomic unsigned words_seq;
+	struct nrma_cntr_words *_Atomic words;
 	struct nrma_wait wait;
 	struct nrma_ep_set eps; /* endpoints to progress */
 	atomic_int ref;		/* endpoints, poll sets using it */

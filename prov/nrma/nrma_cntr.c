@@ -17,35 +17,65 @@
 /* A counter is remote-driven while it watches words: nothing signals it. */
 static bool cntr_remote(struct nrma_cntr *cntr)
 {
-	bool remote;
+	struct nrma_cntr_words *words = atomic_load(&cntr->words);
 
-	pthread_mutex_lock(&cntr->lock);
-	remote = cntr->nwords;
-	pthread_mutex_unlock(&cntr->lock);
-	return remote;
+	return words && atomic_load(&words->count);
+}
+
+/* A change to the words and the bias, with cntr->lock held. */
+static void cntr_words_change(struct nrma_cntr *cntr)
+{
+	unsigned seq =
+		atomic_load_explicit(&cntr->words_seq, memory_order_relaxed);
+
+	atomic_store_explicit(&cntr->words_seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void cntr_words_changed(struct nrma_cntr *cntr)
+{
+	atomic_fetch_add_explicit(&cntr->words_seq, 1, memory_order_release);
+}
+
+/* A block with room for one more word, the old one's copied in. */
+static struct nrma_cntr_words *cntr_words_room(struct nrma_cntr *cntr)
+{
+	struct nrma_cntr_words *old = atomic_load(&cntr->words), *words;
+	size_t count = old ? atomic_load(&old->count) : 0;
+	size_t cap = old ? 2 * old->cap : 2;
+
+	if (count < (old ? old->cap : 0))
+		return old;
+	words = malloc(sizeof(*words) + cap * sizeof(words->word[0]));
+	if (!words)
+		return NULL;
+	words->replaced = old;
+	words->cap = cap;
+	for (size_t i = 0; i < count; i++)
+		atomic_init(&words->word[i], atomic_load(&old->word[i]));
+	atomic_init(&words->count, count);
+	atomic_store(&cntr->words, words);
+	return words;
 }
 
 /* The value stays what it was: the bias takes the word's current count. */
 static int cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
 {
+	struct nrma_cntr_words *words;
 	int ret = 0;
 
 	pthread_mutex_lock(&cntr->lock);
-	if (cntr->nwords == cntr->words_cap) {
-		size_t cap = cntr->words_cap ? 2 * cntr->words_cap : 2;
-		volatile uint64_t **words =
-			realloc(cntr->words, cap * sizeof(*words));
+	words = cntr_words_room(cntr);
+	if (words) {
+		size_t count = atomic_load(&words->count);
 
-		if (words) {
-			cntr->words = words;
-			cntr->words_cap = cap;
-		} else {
-			ret = -FI_ENOMEM;
-		}
-	}
-	if (!ret) {
-		cntr->words[cntr->nwords++] = word;
+		cntr_words_change(cntr);
+		atomic_store(&words->word[count], word);
+		atomic_store(&words->count, count + 1);
 		atomic_fetch_sub(&cntr->value, *word);
+		cntr_words_changed(cntr);
+	} else {
+		ret = -FI_ENOMEM;
 	}
 	pthread_mutex_unlock(&cntr->lock);
 	return ret;
@@ -53,13 +83,22 @@ static int cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
 
 static void cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
 {
+	struct nrma_cntr_words *words;
+	size_t count;
+
 	pthread_mutex_lock(&cntr->lock);
-	for (size_t i = 0; i < cntr->nwords; i++) {
-		if (cntr->words[i] == word) {
-			atomic_fetch_add(&cntr->value, *word);
-			cntr->words[i] = cntr->words[--cntr->nwords];
-			break;
-		}
+	words = atomic_load(&cntr->words);
+	count = words ? atomic_load(&words->count) : 0;
+	for (size_t i = 0; i < count; i++) {
+		if (atomic_load(&words->word[i]) != word)
+			continue;
+		cntr_words_change(cntr);
+		atomic_fetch_add(&cntr->value, *word);
+		atomic_store(&words->word[i],
+			     atomic_load(&words->word[count - 1]));
+		atomic_store(&words->count, count - 1);
+		cntr_words_changed(cntr);
+		break;
 	}
 	pthread_mutex_unlock(&cntr->lock);
 }
@@ -130,12 +169,22 @@ void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote)
 	remote->cell = NULL;
 }
 
-/* Reading a counter drives progress: nrma's progress model is manual. */
+/*
+ * Reading a counter drives progress: nrma's progress model is manual.  A
+ * counter bound only for remote events has no endpoints to progress, and
+ * its read takes no lock: it is what a target polls.
+ */
+static void cntr_progress(struct nrma_cntr *cntr)
+{
+	if (!nrma_ep_set_empty(&cntr->eps))
+		nrma_ep_set_progress(&cntr->eps);
+}
+
 static uint64_t nrma_cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
-	nrma_ep_set_progress(&cntr->eps);
+	cntr_progress(cntr);
 	return nrma_comp_cntr_value(cntr);
 }
 
@@ -143,7 +192,7 @@ static uint64_t nrma_cntr_readerr(struct fid_cntr *cntr_fid)
 {
 	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
-	nrma_ep_set_progress(&cntr->eps);
+	cntr_progress(cntr);
 	return atomic_load(&cntr->err);
 }
 
@@ -267,7 +316,10 @@ static int nrma_cntr_close(struct fid *fid)
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
 	nrma_ep_set_fini(&cntr->eps);
-	free(cntr->words);
+	for (struct nrma_cntr_words *w = cntr->words, *next; w; w = next) {
+		next = w->replaced;
+		free(w);
+	}
 	pthread_mutex_destroy(&cntr->lock);
 	nrma_wait_close(&cntr->wait);
 	atomic_fetch_sub(&cntr->domain->ref, 1);

@@ -81,20 +81,43 @@ static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 
 uint64_t nrma_comp_cntr_words(const struct nrma_cntr *cntr)
 {
+	/* Acquire: a block is filled before it is published. */
+	struct nrma_cntr_words *words =
+		atomic_load_explicit(&cntr->words, memory_order_acquire);
+	size_t count;
 	uint64_t sum = 0;
 
-	for (size_t i = 0; i < cntr->nwords; i++)
-		sum += *cntr->words[i];
+	if (!words)
+		return 0;
+	count = atomic_load_explicit(&words->count, memory_order_relaxed);
+	/* A word read from a block being changed may be a cell's that is
+	 * reopened meanwhile (nrma_notify_cell_open zeroes it): a read the
+	 * sequence count then discards, atomic so that it races with
+	 * nothing. */
+	for (size_t i = 0; i < count; i++)
+		sum += __atomic_load_n(
+			atomic_load_explicit(&words->word[i],
+					     memory_order_relaxed),
+			__ATOMIC_RELAXED);
 	return sum;
 }
 
-uint64_t nrma_comp_cntr_value(struct nrma_cntr *cntr)
+/* Without the counter's lock: fi_cntr_read is what a target polls. */
+uint64_t nrma_comp_cntr_value(const struct nrma_cntr *cntr)
 {
+	unsigned seq;
 	uint64_t value;
 
-	pthread_mutex_lock(&cntr->lock);
-	value = atomic_load(&cntr->value) + nrma_comp_cntr_words(cntr);
-	pthread_mutex_unlock(&cntr->lock);
+	do {
+		seq = atomic_load_explicit(&cntr->words_seq,
+					   memory_order_acquire);
+		value = atomic_load_explicit(&cntr->value,
+					     memory_order_relaxed) +
+			nrma_comp_cntr_words(cntr);
+		atomic_thread_fence(memory_order_acquire);
+	} while ((seq & 1) ||
+		 seq != atomic_load_explicit(&cntr->words_seq,
+					     memory_order_relaxed));
 	return value;
 }
 

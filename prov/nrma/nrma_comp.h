@@ -30,10 +30,11 @@ void nrma_comp_tx(struct nrma_ep *ep, const struct nrma_comp *comp);
 void nrma_comp_recv(struct nrma_ep *ep, const struct nrma_comp *comp);
 /* An entry on the receive CQ that no receive or counter stands for. */
 void nrma_comp_rx_event(struct nrma_ep *ep, const struct nrma_comp *comp);
-/* What peers added to the words a counter watches; its lock held. */
+/* What peers added to the words a counter watches (torn while they change:
+ * with its lock held, or as nrma_comp_cntr_value reads it). */
 uint64_t nrma_comp_cntr_words(const struct nrma_cntr *cntr);
 /* A counter's value: its local count (the bias) plus its words. */
-uint64_t nrma_comp_cntr_value(struct nrma_cntr *cntr);
+uint64_t nrma_comp_cntr_value(const struct nrma_cntr *cntr);
 /* How many completions the endpoint's CQs have room for. */
 size_t nrma_comp_room(struct nrma_ep *ep);
 

@@ -55,8 +55,11 @@ int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
 	}
 	set->eps = eps;
 	ret = ep_set_watch(ep, wait);
-	if (!ret)
-		set->eps[set->count++] = ep;
+	if (!ret) {
+		set->eps[set->count] = ep;
+		/* nrma_ep_set_empty reads it without the lock */
+		__atomic_store_n(&set->count, set->count + 1, __ATOMIC_RELAXED);
+	}
 out:
 	pthread_mutex_unlock(&set->lock);
 	return ret;
@@ -70,7 +73,8 @@ void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
 		if (set->eps[i] != ep)
 			continue;
 		ep_set_unwatch(ep, wait);
-		set->eps[i] = set->eps[--set->count];
+		set->eps[i] = set->eps[set->count - 1];
+		__atomic_store_n(&set->count, set->count - 1, __ATOMIC_RELAXED);
 		break;
 	}
 	pthread_mutex_unlock(&set->lock);

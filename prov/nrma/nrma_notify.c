@@ -120,9 +120,10 @@ int nrma_notify_cell_open(struct nrma_notify *n,
 	cell->notify = n;
 	cell->words =
 		(volatile uint64_t *) (n->region + cell->index * n->page_size);
-	/* No peer can reach the words before they are registered. */
+	/* No peer can reach the words before they are registered; a
+	 * counter's lock-free read may still see them (nrma_comp.c). */
 	for (int w = 0; w < NRMA_NOTIFY_WORDS; w++)
-		cell->words[w] = 0;
+		__atomic_store_n(&cell->words[w], 0, __ATOMIC_RELAXED);
 	ret = nrma_verbs_zero_reg(n->vdom, (const void *) cell->words,
 				  CELL_BYTES, NRMA_VERBS_ZERO_ATOMIC, &cell->mr,
 				  &cell->rkey);

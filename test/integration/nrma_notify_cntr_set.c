@@ -4,13 +4,86 @@
  * target, its child the initiator (see itest_notify.h).
  *
  * fi_cntr_set and fi_cntr_add on the target while remote writes land
- * keep the value exact.
+ * keep the value exact.  So do bindings that come and go meanwhile: a
+ * thread registers memory regions bound to the counter and closes them
+ * (each binding adds a notification word the counter sums, each close
+ * moves that word's count into the counter's bias) while the target
+ * reads the counter without a break, and no read may go backwards.
  */
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "itest_notify.h"
 
 #define P5_WARM 300
 #define P5_M1	2000
 #define P5_M2	2000
+#define P5_M3	2000
+#define P5_MRS	5 /* bindings open at once: the counter's words grow */
+
+struct churn {
+	struct fid_cntr *cntr;
+	uint64_t *buf;
+	atomic_bool stop;
+	unsigned long rounds;
+};
+
+static void *churn_bindings(void *arg)
+{
+	struct churn *ch = arg;
+
+	while (!atomic_load(&ch->stop)) {
+		struct fid_mr *mr[P5_MRS];
+
+		for (int i = 0; i < P5_MRS; i++)
+			mr[i] = rt_mr_reg_cntr(ch->buf + i, 8, FI_REMOTE_WRITE,
+					       ch->cntr, FI_REMOTE_WRITE);
+		/* Not in the order they came: words leave from the middle. */
+		for (int i = 0; i < P5_MRS; i++)
+			RT_OK(fi_close(&mr[(i * 2) % P5_MRS]->fid));
+		ch->rounds++;
+	}
+	return NULL;
+}
+
+/* Reads the counter until it reaches want; no read below the one before. */
+static void read_rising(struct fid_cntr *c, uint64_t want)
+{
+	int64_t deadline = itest_deadline();
+	uint64_t last = 0, v;
+
+	while ((v = fi_cntr_read(c)) < want) {
+		EXPECT(v >= last,
+		       "the counter went from %" PRIu64 " back to %" PRIu64,
+		       last, v);
+		last = v;
+		rt_check_deadline(deadline, "the count to reach %" PRIu64,
+				  want);
+	}
+}
+
+/* Phase 3: set(0), then writes while bindings come and go. */
+static void target_churn(struct fid_cntr *c)
+{
+	struct churn ch = { .cntr = c, .buf = rt_guarded(4096) };
+	pthread_t thread;
+
+	RT_OK(fi_cntr_set(c, 0));
+	RT_OK(pthread_create(&thread, NULL, churn_bindings, &ch));
+	itest_signal(&pc[0], SIG_GO);
+	read_rising(c, P5_M3);
+	rt_expect(&pc[0], SIG_DONE, "%d writes while bindings change", P5_M3);
+	atomic_store(&ch.stop, true);
+	RT_OK(pthread_join(thread, NULL));
+	expect_cntr(c, P5_M3,
+		    "%d writes while %lu rounds of %d bindings came and went",
+		    P5_M3, ch.rounds, P5_MRS);
+	EXPECT(ch.rounds > 0, "no binding came and went");
+	rt_note("bindings that came and went while writes landed: exact, "
+		"%lu rounds of %d",
+		ch.rounds, P5_MRS);
+	rt_guarded_free(ch.buf);
+}
 
 static void target(void)
 {
@@ -76,6 +149,7 @@ static void target(void)
 		    P5_M2);
 	itest_idle(100);
 	expect_cntr(c, 1000 + P5_M2 + adds[2].add, "after some progress");
+	target_churn(c);
 	EXPECT(fi_cntr_readerr(c) == 0, "no counter errors");
 	rt_note("set/add while writes land: exact (adds after %" PRIu64
 		", %" PRIu64 " of %d and %" PRIu64 " of %d writes)",
@@ -100,6 +174,10 @@ static void initiator(uint64_t me)
 	itest_signal(&cc, SIG_DONE);
 	rt_expect(&cc, SIG_GO, "the target's fi_cntr_set(1000)");
 	run_ops(&n, P5_M2, 32, stamps_write, &p, "writes after set(1000)");
+	itest_signal(&cc, SIG_DONE);
+	rt_expect(&cc, SIG_GO, "the target's bindings to come and go");
+	run_ops(&n, P5_M3, 32, stamps_write, &p,
+		"writes while bindings change");
 	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 }
