@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -72,14 +73,29 @@ static size_t iov_copy(const struct iovec *iov, size_t count, size_t offset,
 	return done;
 }
 
+/* Most messages are one segment, copied whole: no walk. */
+static bool iov_whole(const struct iovec *iov, size_t count, size_t offset,
+		      size_t len)
+{
+	return count == 1 && !offset && len && len <= iov->iov_len;
+}
+
 size_t nrma_iov_gather(void *buf, const struct iovec *iov, size_t count,
 		       size_t offset, size_t len)
 {
+	if (iov_whole(iov, count, offset, len)) {
+		memcpy(buf, iov->iov_base, len);
+		return len;
+	}
 	return iov_copy(iov, count, offset, buf, len, 0);
 }
 
 size_t nrma_iov_scatter(const struct iovec *iov, size_t count, size_t offset,
 			const void *buf, size_t len)
 {
+	if (iov_whole(iov, count, offset, len)) {
+		memcpy(iov->iov_base, buf, len);
+		return len;
+	}
 	return iov_copy(iov, count, offset, (void *) buf, len, 1);
 }

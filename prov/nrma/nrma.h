@@ -26,7 +26,8 @@
  *      lock, the key table's lock, the domain's connection claims' lock
  * Endpoint progress runs with (3) held and writes completions under (4).
  * Read without a lock: a counter's value (its words under a sequence
- * count, nrma_comp_cntr_value), a CQ's room, an endpoint set's size.
+ * count, nrma_comp_cntr_value), a CQ's room and how many entries it
+ * holds, an endpoint set's size.
  */
 #ifndef NRMA_H
 #define NRMA_H
@@ -387,8 +388,10 @@ struct nrma_cq {
 	enum fi_cq_format format;
 	enum fi_cq_wait_cond wait_cond;
 	struct nrma_ring comps; /* struct nrma_cq_entry */
-	/* Free slots in comps, kept under lock, read by progress without. */
+	/* Free slots in comps, and entries in it: kept under lock, read
+	 * without (by progress, and by a read that finds nothing). */
 	_Atomic size_t room;
+	_Atomic size_t queued;
 	size_t errors;	       /* error entries among them */
 	uint64_t signal_gen;   /* fi_cq_signal calls */
 	size_t sreaders;       /* threads in fi_cq_sread */
@@ -403,6 +406,8 @@ struct nrma_cq {
 static inline void nrma_cq_room_update(struct nrma_cq *cq)
 {
 	atomic_store_explicit(&cq->room, cq->comps.capacity - cq->comps.count,
+			      memory_order_relaxed);
+	atomic_store_explicit(&cq->queued, cq->comps.count,
 			      memory_order_relaxed);
 }
 

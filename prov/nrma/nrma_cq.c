@@ -123,6 +123,10 @@ static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	if (!buf && count)
 		return -FI_EINVAL;
 	nrma_ep_set_progress(&cq->eps);
+	/* Nothing there: no lock.  An entry another thread is queueing
+	 * meanwhile is the next read's, as if this one came first. */
+	if (!atomic_load_explicit(&cq->queued, memory_order_relaxed))
+		return -FI_EAGAIN;
 	pthread_mutex_lock(&cq->lock);
 	ret = cq_read_locked(cq, buf, count, src_addr);
 	pthread_mutex_unlock(&cq->lock);

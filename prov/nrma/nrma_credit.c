@@ -201,6 +201,9 @@ int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
 		&conn->rx_credit[NRMA_CREDIT_MSG], UINT16_MAX);
 	hdr->credits_ctl = (uint16_t) nrma_credit_take_back(
 		&conn->rx_credit[NRMA_CREDIT_CTL], UINT16_MAX);
+	/* The device copies a small message as it is posted: it reads no
+	 * registered memory later, and the sender's CPU has it in cache. */
+	wr->inline_data = wr->sge[0].len <= nrma_verbs_qp_max_inline(conn->qp);
 	return nrma_op_post(x, op, wr, 1);
 }
 

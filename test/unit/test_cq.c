@@ -64,6 +64,7 @@ static void cq_inject(struct fid_cq *cq_fid, void *context, uint64_t flags,
 		entry->comp.data = data;
 		entry->comp.tag = 0xdead;
 		entry->src_addr = src_addr;
+		nrma_cq_room_update(cq); /* as progress does */
 		nrma_wait_raise(&cq->wait);
 	}
 	pthread_mutex_unlock(&cq->lock);
@@ -87,6 +88,7 @@ static void cq_inject_err(struct fid_cq *cq_fid, void *context, int err,
 	if (entry) {
 		*entry = (struct nrma_cq_entry){ .err = e };
 		cq->errors++;
+		nrma_cq_room_update(cq);
 		nrma_wait_raise(&cq->wait);
 	}
 	pthread_mutex_unlock(&cq->lock);

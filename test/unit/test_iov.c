@@ -248,6 +248,34 @@ static void test_scatter_crossing(void **state)
 	assert_guards(&f);
 }
 
+/* One segment, the common message: whole, a prefix, capped, offset. */
+static void test_one_segment(void **state)
+{
+	char seg[8] = "abcdefgh", buf[10] = "..........";
+	struct iovec iov = { .iov_base = seg, .iov_len = sizeof(seg) };
+
+	(void) state;
+	assert_int_equal(nrma_iov_gather(buf, &iov, 1, 0, 8), 8);
+	assert_memory_equal(buf, "abcdefgh..", 10);
+	memset(buf, '.', sizeof(buf));
+	assert_int_equal(nrma_iov_gather(buf, &iov, 1, 0, 3), 3);
+	assert_memory_equal(buf, "abc.......", 10);
+	/* Longer than the segment: only what it has, nothing past it. */
+	memset(buf, '.', sizeof(buf));
+	assert_int_equal(nrma_iov_gather(buf, &iov, 1, 0, 10), 8);
+	assert_memory_equal(buf, "abcdefgh..", 10);
+	memset(buf, '.', sizeof(buf));
+	assert_int_equal(nrma_iov_gather(buf, &iov, 1, 6, 5), 2);
+	assert_memory_equal(buf, "gh........", 10);
+	assert_int_equal(nrma_iov_gather(buf, &iov, 1, 0, 0), 0);
+	assert_int_equal(nrma_iov_scatter(&iov, 1, 0, "ABCDEFGHIJ", 10), 8);
+	assert_memory_equal(seg, "ABCDEFGH", 8);
+	assert_int_equal(nrma_iov_scatter(&iov, 1, 0, "xy", 2), 2);
+	assert_memory_equal(seg, "xyCDEFGH", 8);
+	assert_int_equal(nrma_iov_scatter(&iov, 1, 7, "zz", 2), 1);
+	assert_memory_equal(seg, "xyCDEFGz", 8);
+}
+
 /* Round trip: scatter a message, gather it back at other splits. */
 static void test_scatter_gather_roundtrip(void **state)
 {
@@ -446,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_scatter_all),
 		cmocka_unit_test(test_scatter_ranges),
 		cmocka_unit_test(test_scatter_crossing),
+		cmocka_unit_test(test_one_segment),
 		cmocka_unit_test(test_scatter_gather_roundtrip),
 		cmocka_unit_test(test_slice_one_iov),
 		cmocka_unit_test(test_slice_two_iovs),
