@@ -42,10 +42,11 @@ static struct nrma_cntr_words *cntr_words_room(struct nrma_cntr *cntr)
 {
 	struct nrma_cntr_words *old = atomic_load(&cntr->words), *words;
 	size_t count = old ? atomic_load(&old->count) : 0;
-	size_t cap = old ? 2 * old->cap : 2;
+	size_t cap;
 
-	if (count < (old ? old->cap : 0))
+	if (old && count < old->cap)
 		return old;
+	cap = old ? 2 * old->cap : 2;
 	words = malloc(sizeof(*words) + cap * sizeof(words->word[0]));
 	if (!words)
 		return NULL;
