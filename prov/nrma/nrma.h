@@ -16,7 +16,9 @@
  *      one endpoint's connection events (a device event takes the list
  *      of threads' lock, then each thread's in turn), and by a change of
  *      a domain's key table while it tells each endpoint's peers
- *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses
+ *   2. nrma_ep_set.lock: the endpoints a CQ or counter progresses (not
+ *      taken where the domain's threading serializes the application's
+ *      calls: FI_THREAD_DOMAIN, FI_THREAD_COMPLETION)
  *   3. nrma_ep.lock: an endpoint's data path and connections (one lock,
  *      nrma_domain.ctx_lock, for the shared contexts of a domain and all
  *      endpoints bound to any of them), or a passive endpoint's lock
@@ -343,6 +345,7 @@ extern struct fi_ops_mr nrma_mr_ops;
  */
 struct nrma_ep_set {
 	pthread_mutex_t lock;
+	bool serial; /* the application serializes its calls: lock unused */
 	struct nrma_ep **eps;
 	size_t count; /* stored atomically, under lock: nrma_ep_set_empty */
 };
@@ -353,7 +356,8 @@ static inline bool nrma_ep_set_empty(const struct nrma_ep_set *set)
 	return !__atomic_load_n(&set->count, __ATOMIC_RELAXED);
 }
 
-void nrma_ep_set_init(struct nrma_ep_set *set);
+/* threading: the domain's (fi_domain(3)), which may make the lock moot. */
+void nrma_ep_set_init(struct nrma_ep_set *set, enum fi_threading threading);
 void nrma_ep_set_fini(struct nrma_ep_set *set);
 int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
 		    struct nrma_wait *wait);

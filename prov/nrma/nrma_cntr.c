@@ -369,7 +369,7 @@ int nrma_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 		free(cntr);
 		return ret;
 	}
-	nrma_ep_set_init(&cntr->eps);
+	nrma_ep_set_init(&cntr->eps, domain->info->domain_attr->threading);
 	pthread_mutex_init(&cntr->lock, NULL);
 	cntr->domain = domain;
 	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;

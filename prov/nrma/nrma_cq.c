@@ -473,7 +473,7 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 	if (ret)
 		goto err_ring;
 	pthread_mutex_init(&cq->lock, NULL);
-	nrma_ep_set_init(&cq->eps);
+	nrma_ep_set_init(&cq->eps, domain->info->domain_attr->threading);
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
 			     FI_CQ_FORMAT_CONTEXT :
 			     attr->format;

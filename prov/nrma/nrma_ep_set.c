@@ -9,11 +9,28 @@
 #include "nrma_wait.h"
 #include "nrma_xfer.h"
 
-void nrma_ep_set_init(struct nrma_ep_set *set)
+void nrma_ep_set_init(struct nrma_ep_set *set, enum fi_threading threading)
 {
 	pthread_mutex_init(&set->lock, NULL);
+	/* Under these the application serializes every call on the set's
+	 * CQ or counter and its endpoints, and none of our threads reads a
+	 * set: it needs no lock (fi_domain(3)). */
+	set->serial = threading == FI_THREAD_DOMAIN ||
+		      threading == FI_THREAD_COMPLETION;
 	set->eps = NULL;
 	set->count = 0;
+}
+
+static void ep_set_lock(struct nrma_ep_set *set)
+{
+	if (!set->serial)
+		pthread_mutex_lock(&set->lock);
+}
+
+static void ep_set_unlock(struct nrma_ep_set *set)
+{
+	if (!set->serial)
+		pthread_mutex_unlock(&set->lock);
 }
 
 void nrma_ep_set_fini(struct nrma_ep_set *set)
@@ -44,7 +61,7 @@ int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
 	struct nrma_ep **eps;
 	int ret = 0;
 
-	pthread_mutex_lock(&set->lock);
+	ep_set_lock(set);
 	for (size_t i = 0; i < set->count; i++)
 		if (set->eps[i] == ep)
 			goto out; /* bound for both directions */
@@ -61,14 +78,14 @@ int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
 		__atomic_store_n(&set->count, set->count + 1, __ATOMIC_RELAXED);
 	}
 out:
-	pthread_mutex_unlock(&set->lock);
+	ep_set_unlock(set);
 	return ret;
 }
 
 void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
 		     struct nrma_wait *wait)
 {
-	pthread_mutex_lock(&set->lock);
+	ep_set_lock(set);
 	for (size_t i = 0; i < set->count; i++) {
 		if (set->eps[i] != ep)
 			continue;
@@ -77,25 +94,25 @@ void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
 		__atomic_store_n(&set->count, set->count - 1, __ATOMIC_RELAXED);
 		break;
 	}
-	pthread_mutex_unlock(&set->lock);
+	ep_set_unlock(set);
 }
 
 void nrma_ep_set_progress(struct nrma_ep_set *set)
 {
-	pthread_mutex_lock(&set->lock);
+	ep_set_lock(set);
 	for (size_t i = 0; i < set->count; i++)
 		nrma_progress_ep(set->eps[i]);
-	pthread_mutex_unlock(&set->lock);
+	ep_set_unlock(set);
 }
 
 int nrma_ep_set_arm(struct nrma_ep_set *set)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&set->lock);
+	ep_set_lock(set);
 	for (size_t i = 0; i < set->count && !ret; i++)
 		ret = nrma_progress_arm(set->eps[i]);
-	pthread_mutex_unlock(&set->lock);
+	ep_set_unlock(set);
 	return ret;
 }
 
@@ -124,14 +141,14 @@ static int ep_set_sleep_bound(struct nrma_ep *ep, bool stalls)
 static int ep_set_sleep_bound_all(struct nrma_ep_set *set, int left_ms,
 				  bool stalls)
 {
-	pthread_mutex_lock(&set->lock);
+	ep_set_lock(set);
 	for (size_t i = 0; i < set->count; i++) {
 		int bound = ep_set_sleep_bound(set->eps[i], stalls);
 
 		if (bound >= 0 && (left_ms < 0 || bound < left_ms))
 			left_ms = bound;
 	}
-	pthread_mutex_unlock(&set->lock);
+	ep_set_unlock(set);
 	return left_ms;
 }
 

@@ -58,6 +58,7 @@ struct itest_chan rt_initiator_chan(struct itest_link *links, int n, int me)
 /* Fabric, domain and endpoints */
 
 uint64_t rt_extra_caps;
+enum fi_threading rt_threading = FI_THREAD_UNSPEC;
 
 struct fi_info *rt_getinfo(void)
 {
@@ -69,12 +70,17 @@ struct fi_info *rt_getinfo(void)
 				      FI_MR_ALLOCATED | FI_MR_RMA_EVENT;
 	hints->domain_attr->name = strdup(itest_device());
 	CHECK(hints->domain_attr->name != NULL);
+	hints->domain_attr->threading = rt_threading;
 	RT_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
 	CHECK(info != NULL);
 	fi_freeinfo(hints);
 	EXPECT((info->caps & (FI_RMA | FI_ATOMIC | FI_RMA_EVENT)) ==
 		       (FI_RMA | FI_ATOMIC | FI_RMA_EVENT),
 	       "caps 0x%" PRIx64, info->caps);
+	EXPECT(rt_threading == FI_THREAD_UNSPEC ||
+		       info->domain_attr->threading == rt_threading,
+	       "threading %d, asked for %d", info->domain_attr->threading,
+	       rt_threading);
 	return info;
 }
 

@@ -28,6 +28,10 @@
  *     of the initiator's counter, change nothing at the target outside
  *     what the MR allows, and the next operation to that peer succeeds
  *     (after -FI_EAGAIN while the provider reconnects, if need be).
+ *
+ * Built again as nrma_rma_ops_thread_domain (RT_THREADING), all of it in
+ * a domain opened FI_THREAD_DOMAIN: each process makes its calls from
+ * one thread, and the provider leaves out the locks that serializes.
  */
 #include "itest_rma.h"
 
@@ -787,6 +791,9 @@ int main(void)
 	struct itest_chan ch;
 
 	rt_init();
+#ifdef RT_THREADING
+	rt_threading = RT_THREADING;
+#endif
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	itest_link_init(&link_);
 	itest_fork("initiator", initiator, NULL);
@@ -794,6 +801,8 @@ int main(void)
 	ch = itest_link_parent(&link_);
 	target(&ch);
 	itest_wait_kids();
-	rt_pass("nrma_rma_ops", start);
+	rt_pass(rt_threading == FI_THREAD_UNSPEC ? "nrma_rma_ops" :
+						   "nrma_rma_ops_thread_domain",
+		start);
 	return 0;
 }
