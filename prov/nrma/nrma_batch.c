@@ -31,7 +31,7 @@ static bool batch_same_target(const struct nrma_batch_target *a,
 static size_t batch_wrs(const struct nrma_conn *conn,
 			const struct nrma_sge *scratch, struct nrma_wr *wr)
 {
-	const struct nrma_notify_batch *b = &conn->batch;
+	const struct nrma_notify_batch *b = &conn->xfer->batch;
 	size_t n = nrma_rkey_notify_wrs(conn, b->target.cell_rkey, false, false,
 					scratch, wr);
 
@@ -50,21 +50,22 @@ static size_t batch_wrs(const struct nrma_conn *conn,
 
 static void batch_defer(struct nrma_xfer *x, struct nrma_conn *conn)
 {
-	if (conn->batch.deferred)
+	if (conn->xfer->batch.deferred)
 		return;
 	NRMA_DBG(FI_LOG_EP_DATA,
 		 "%zu coalesced notifications wait for send queue room\n",
-		 conn->batch.count);
-	conn->batch.deferred = true;
-	nrma_dlist_insert_tail(&conn->batch.deferred_link, &x->batch_deferred);
+		 conn->xfer->batch.count);
+	conn->xfer->batch.deferred = true;
+	nrma_dlist_insert_tail(&conn->xfer->batch.deferred_link,
+			       &x->batch_deferred);
 }
 
 static void batch_undefer(struct nrma_conn *conn)
 {
-	if (!conn->batch.deferred)
+	if (!conn->xfer->batch.deferred)
 		return;
-	conn->batch.deferred = false;
-	nrma_dlist_remove(&conn->batch.deferred_link);
+	conn->xfer->batch.deferred = false;
+	nrma_dlist_remove(&conn->xfer->batch.deferred_link);
 }
 
 /* The batch's writes go on the list of the operation that counts them. */
@@ -93,7 +94,7 @@ static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
 	struct nrma_op *op;
 	int ret = -FI_EAGAIN;
 
-	if (!conn->batch.count)
+	if (!conn->xfer->batch.count)
 		return 0;
 	op = nrma_op_alloc(x, NRMA_OP_NOTIFY, conn);
 	if (op)
@@ -102,7 +103,7 @@ static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
 		batch_defer(x, conn);
 	} else if (!ret) {
 		batch_undefer(conn);
-		batch_hand_over(&conn->batch, op);
+		batch_hand_over(&conn->xfer->batch, op);
 	}
 	if (ret && op)
 		nrma_op_free(x, op);
@@ -112,11 +113,11 @@ static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
 int nrma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
 		    const struct nrma_batch_target *t)
 {
-	struct nrma_notify_batch *b = &conn->batch;
+	struct nrma_notify_batch *b = &conn->xfer->batch;
 	int ret;
 
 	if (!nrma_batch_enabled() ||
-	    (!conn->notify_rkey && !t->cell_rkey && !t->has_set))
+	    (!conn->grant.notify_rkey && !t->cell_rkey && !t->has_set))
 		return 0;
 	/* One full (its atomics wait for room) or for other words goes first. */
 	if (b->count && (b->count >= nrma_params.notify_coalesce ||
@@ -131,7 +132,7 @@ int nrma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
 void nrma_batch_add(struct nrma_ep *ep, struct nrma_op *op,
 		    const struct nrma_batch_target *t, uint64_t set_add)
 {
-	struct nrma_notify_batch *b = &op->conn->batch;
+	struct nrma_notify_batch *b = &op->conn->xfer->batch;
 
 	if (!b->count)
 		b->target = *t;
@@ -148,7 +149,7 @@ void nrma_batch_add(struct nrma_ep *ep, struct nrma_op *op,
 static void batch_drop(struct nrma_op *op)
 {
 	nrma_dlist_remove(&op->link);
-	op->conn->batch.count--;
+	op->conn->xfer->batch.count--;
 	op->batch = NRMA_BATCH_NONE;
 	if (!op->error)
 		op->error = FI_ECONNRESET;
@@ -160,12 +161,12 @@ bool nrma_batch_holds(struct nrma_ep *ep, struct nrma_op *op)
 
 	if (op->batch != NRMA_BATCH_WAITING)
 		return op->batch == NRMA_BATCH_POSTED;
-	conn->batch.writing--;
+	conn->xfer->batch.writing--;
 	if (conn->state != NRMA_CONN_CONNECTED) {
 		batch_drop(op);
 		return false;
 	}
-	if (!conn->batch.writing)
+	if (!conn->xfer->batch.writing)
 		batch_flush(ep, conn); /* the stream paused */
 	return true;
 }
@@ -191,7 +192,7 @@ void nrma_batch_conn_failed(struct nrma_conn *conn, struct nrma_dlist *ended)
 	struct nrma_dlist *item, *next;
 
 	batch_undefer(conn);
-	nrma_dlist_foreach_safe (&conn->batch.ops, item, next) {
+	nrma_dlist_foreach_safe (&conn->xfer->batch.ops, item, next) {
 		struct nrma_op *op =
 			nrma_container_of(item, struct nrma_op, link);
 
@@ -208,8 +209,8 @@ void nrma_batch_retry(struct nrma_ep *ep)
 	struct nrma_dlist *item, *next;
 
 	nrma_dlist_foreach_safe (&x->batch_deferred, item, next) {
-		struct nrma_conn *conn = nrma_container_of(
-			item, struct nrma_conn, batch.deferred_link);
+		struct nrma_conn *conn =
+			nrma_xfer_conn_of(item, batch.deferred_link);
 
 		batch_flush(ep, conn);
 	}

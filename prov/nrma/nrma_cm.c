@@ -172,14 +172,12 @@ static void cm_data_init(const struct nrma_cm *cm, struct nrma_cm_data *data,
 /* Connect and accept data: what a connection's peer needs of us. */
 static struct nrma_cm_grant cm_conn_grant(const struct nrma_conn *conn)
 {
-	return (struct nrma_cm_grant){
-		.notify_rkey = conn->cm->attr.notify_rkey,
-		.credit_rkey = conn->credit_rkey,
-		.credits_msg = (uint16_t) conn->rx_credit[NRMA_CREDIT_MSG].told,
-		.credits_ctl = (uint16_t) conn->rx_credit[NRMA_CREDIT_CTL].told,
-		.keytab_rkey = conn->cm->attr.keytab_rkey,
-		.keytab_slots = conn->cm->attr.keytab_slots,
-	};
+	struct nrma_cm_grant grant = conn->offer;
+
+	grant.notify_rkey = conn->cm->attr.notify_rkey;
+	grant.keytab_rkey = conn->cm->attr.keytab_rkey;
+	grant.keytab_slots = conn->cm->attr.keytab_slots;
+	return grant;
 }
 
 static void cm_conn_data_init(const struct nrma_conn *conn,
@@ -190,18 +188,6 @@ static void cm_conn_data_init(const struct nrma_conn *conn,
 	data->ctx = conn->cm->attr.ctx;
 	if (conn->outgoing)
 		data->nonce = conn->nonce;
-}
-
-/* What the peer's connect or accept data grants us. */
-static void cm_conn_grant_take(struct nrma_conn *conn,
-			       const struct nrma_cm_grant *grant)
-{
-	conn->notify_rkey = grant->notify_rkey;
-	conn->peer_credit_rkey = grant->credit_rkey;
-	conn->tx_credit[NRMA_CREDIT_MSG].grant = grant->credits_msg;
-	conn->tx_credit[NRMA_CREDIT_CTL].grant = grant->credits_ctl;
-	conn->keytab_rkey = grant->keytab_rkey;
-	conn->keytab_slots = grant->keytab_slots;
 }
 
 static const struct nrma_cm_data *cm_data_of(const struct rdma_cm_event *ev)
@@ -241,9 +227,6 @@ static struct nrma_conn *conn_alloc(struct nrma_cm *cm, struct rdma_cm_id *id,
 	conn->stall_since = -1;
 	conn->state = NRMA_CONN_CONNECTING;
 	conn->fi_addr = FI_ADDR_NOTAVAIL;
-	nrma_dlist_init(&conn->send_queue);
-	nrma_dlist_init(&conn->batch.ops);
-	nrma_hash_init(&conn->rkeys);
 	id->context = conn;
 	nrma_conn_table_add(&cm->table, conn);
 	return conn;
@@ -638,7 +621,7 @@ static void cm_on_msg_established(struct nrma_conn *conn,
 		nrma_cm_conn_fail(conn, -FI_EOTHER);
 		return;
 	}
-	cm_conn_grant_take(conn, &data->grant);
+	conn->grant = data->grant;
 	cm_msg_announce(conn, data->app, data->app_len);
 }
 
@@ -662,7 +645,7 @@ static void cm_on_established(struct nrma_conn *conn, struct rdma_cm_event *ev)
 		return;
 	}
 	if (conn->outgoing)
-		cm_conn_grant_take(conn, &data->grant);
+		conn->grant = data->grant;
 	cm_conn_up(conn);
 	conn->cm->attr.ops->connected(conn->cm->attr.arg, conn, NULL, 0);
 }
@@ -813,7 +796,7 @@ static enum nrma_cm_cleanup cm_on_connect_request(struct nrma_cm *cm,
 		rdma_reject(ev->id, NULL, 0);
 		return NRMA_CM_DESTROY_ID;
 	}
-	cm_conn_grant_take(conn, &req->grant);
+	conn->grant = req->grant;
 	conn->peer_ctx = req->ctx;
 	conn->nonce = req->nonce;
 	conn->checking = true;
@@ -1023,7 +1006,7 @@ int nrma_cm_accept(struct nrma_cm *cm, struct nrma_cm_req *req, const void *app,
 	if (conn)
 		req->id = NULL;
 	if (!ret) {
-		cm_conn_grant_take(conn, &req->grant);
+		conn->grant = req->grant;
 		ret = conn_setup(conn);
 	}
 	if (!ret) {

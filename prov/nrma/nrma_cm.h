@@ -19,51 +19,22 @@
 
 #include <rdma/fabric.h>
 
-#include "nrma_credit_calc.h"
 #include "nrma_hash.h"
 #include "nrma_list.h"
 #include "nrma_proto.h"
 
 struct nrma_cm;
-struct nrma_notify_cell;
-struct nrma_rkey;
 struct nrma_verbs_domain;
 struct nrma_verbs_ep;
 struct nrma_verbs_qp;
 struct rdma_cm_event;
 struct rdma_cm_id;
 struct rdma_event_channel;
-
-/* Per connection, the remote keys found without a lookup (nrma_rkey.c). */
-#define NRMA_RKEY_HOT 4
+/* What the data path (layer 2) keeps of a connection: nrma_xfer.h. */
+struct nrma_xfer_conn;
 
 /* rdmacm's address and route resolution, each. */
 #define NRMA_CM_TIMEOUT_MS 2000
-
-/*
- * The words a notified write bumps at the peer, besides the peer
- * endpoint's cell: writes with equal targets share a batch.
- */
-struct nrma_batch_target {
-	uint32_t cell_rkey; /* its region's cell, 0: none */
-	bool has_set;	    /* a word of a notification set */
-	uint32_t set_rkey;
-	uint64_t set_addr;
-};
-
-/*
- * Notified writes whose atomics wait to go out as one (nrma_batch.c, the
- * data path's; FI_NRMA_NOTIFY_COALESCE).
- */
-struct nrma_notify_batch {
-	struct nrma_dlist ops; /* struct nrma_op, by op->link */
-	struct nrma_batch_target target;
-	size_t count;	  /* writes in ops */
-	size_t writing;	  /* of those, not yet completed at the device */
-	uint64_t set_add; /* what they add to the set's word */
-	bool deferred;	  /* on the endpoint's list of those to retry */
-	struct nrma_dlist deferred_link;
-};
 
 enum nrma_conn_state {
 	NRMA_CONN_CONNECTING,
@@ -89,11 +60,10 @@ struct nrma_conn {
 	uint32_t qp_num;
 	size_t sq_free; /* send queue slots not in use */
 	/* The stall watch (nrma_conn_stalled). */
-	uint64_t sq_done;     /* chains of work requests the device ended */
-	uint64_t stall_seen;  /* sq_done when last looked at */
-	int64_t stall_since;  /* ms: busy with no end seen since, or -1 */
-	uint32_t notify_rkey; /* the peer endpoint's cell, 0: none */
-	int64_t started;      /* ms: first attempt to reach the peer */
+	uint64_t sq_done;    /* chains of work requests the device ended */
+	uint64_t stall_seen; /* sq_done when last looked at */
+	int64_t stall_since; /* ms: busy with no end seen since, or -1 */
+	int64_t started;     /* ms: first attempt to reach the peer */
 	/* Its connection broke after it was up: no listener means it left. */
 	bool reached_before;
 	/*
@@ -109,29 +79,14 @@ struct nrma_conn {
 	struct rdma_cm_id *check_id;
 	/* Operations and owed ACKs that use it: it lives while any do. */
 	size_t refs;
-	size_t acks_owed; /* ACKs waiting for room to go to the peer */
-	bool probing;	  /* a probe is on its way (nrma_tx_probe) */
-	bool retired;	  /* replaced or given up: freed once unused */
-	/* Flow control (nrma_credit.c), by enum nrma_credit_class. */
-	struct nrma_credit_tx tx_credit[NRMA_CREDIT_CLASSES];
-	struct nrma_credit_rx rx_credit[NRMA_CREDIT_CLASSES];
-	struct nrma_dlist credit_want[NRMA_CREDIT_CLASSES]; /* for the pool */
-	struct nrma_notify_cell *credit_cell; /* where the peer gives back */
-	uint32_t credit_rkey;		      /* its rkey, for our data */
-	uint32_t peer_credit_rkey;	      /* where we give back */
-	bool credit_returning;		      /* our atomics are on the way */
-	bool credit_owed;   /* on the endpoint's list of those to return */
-	uint64_t keys_told; /* our domain's key changes the peer was told */
-	struct nrma_dlist owed_link;
-	struct nrma_dlist send_queue;	/* sends waiting for credits */
-	struct nrma_dlist blocked_link; /* on the endpoint's list of those */
-	/* The peer's MR keys (nrma_rkey.c): its key table, what we know. */
-	uint32_t keytab_rkey;
-	uint32_t keytab_slots;
-	struct nrma_hash rkeys; /* slot index + 1 -> struct nrma_rkey */
-	/* The entries used last, by slot index: no lookup for a key or two. */
-	struct nrma_rkey *rkey_hot[NRMA_RKEY_HOT];
-	struct nrma_notify_batch batch;
+	bool retired; /* replaced or given up: freed once unused */
+	/* What its peer's connect or accept data granted us, and what ours
+	 * grants the peer of the data path's (conn_open sets credit_rkey
+	 * and the credits; the rest is the endpoint's, nrma_cm_attr). */
+	struct nrma_cm_grant grant;
+	struct nrma_cm_grant offer;
+	/* The data path's, from conn_open (NULL before) to conn_close. */
+	struct nrma_xfer_conn *xfer;
 };
 
 /* An endpoint's connections (nrma_conn.c); no rdmacm in it. */

@@ -52,7 +52,7 @@ static uint64_t credit_grant(struct nrma_xfer *x, struct nrma_conn *conn,
 
 	if (n > pool)
 		n = pool;
-	conn->rx_credit[class].granted += n;
+	conn->xfer->rx_credit[class].granted += n;
 	x->credit_out += n;
 	return n;
 }
@@ -61,8 +61,8 @@ static uint64_t credit_grant(struct nrma_xfer *x, struct nrma_conn *conn,
 static void credit_want(struct nrma_xfer *x, struct nrma_conn *conn,
 			enum nrma_credit_class class)
 {
-	const struct nrma_credit_rx *rx = &conn->rx_credit[class];
-	struct nrma_dlist *link = &conn->credit_want[class];
+	const struct nrma_credit_rx *rx = &conn->xfer->rx_credit[class];
+	struct nrma_dlist *link = &conn->xfer->credit_want[class];
 	struct nrma_dlist *head = &x->credit_wanting[class];
 
 	if (!nrma_credit_want(rx, credit_share(x, class)) ||
@@ -108,33 +108,39 @@ static void credit_floor_add(struct nrma_ep *ep)
 int nrma_credit_conn_open(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer *x = ep->xfer;
+	struct nrma_xfer_conn *xc = conn->xfer;
 	int ret;
 
-	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
-		nrma_dlist_init(&conn->credit_want[c]);
-	ret = nrma_notify_cell_open(ep->domain->notify, &conn->credit_cell);
+	ret = nrma_notify_cell_open(ep->domain->notify, &xc->credit_cell);
 	if (ret)
 		return ret;
-	conn->credit_rkey = nrma_notify_cell_rkey(conn->credit_cell);
 	/* A new connection's peer knows nothing of our keys yet. */
-	conn->keys_told = atomic_load(&ep->domain->keys_changed);
+	xc->keys_told = atomic_load(&ep->domain->keys_changed);
 	credit_floor_add(ep);
 	/* One of each first, then the shares. */
 	credit_grant(x, conn, NRMA_CREDIT_CTL, 1);
 	credit_grant(x, conn, NRMA_CREDIT_MSG, x->credits_msg);
 	credit_grant(x, conn, NRMA_CREDIT_CTL,
-		     nrma_credit_want(&conn->rx_credit[NRMA_CREDIT_CTL],
+		     nrma_credit_want(&xc->rx_credit[NRMA_CREDIT_CTL],
 				      x->credits_ctl));
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
-		conn->rx_credit[c].told = conn->rx_credit[c].granted;
+		xc->rx_credit[c].told = xc->rx_credit[c].granted;
+	conn->offer.credit_rkey = nrma_notify_cell_rkey(xc->credit_cell);
+	conn->offer.credits_msg =
+		(uint16_t) xc->rx_credit[NRMA_CREDIT_MSG].told;
+	conn->offer.credits_ctl =
+		(uint16_t) xc->rx_credit[NRMA_CREDIT_CTL].told;
 	return 0;
 }
 
 /* The connection is up: short of its share, it waits for more. */
 void nrma_credit_connected(struct nrma_ep *ep, struct nrma_conn *conn)
 {
-	if (!conn->credit_cell)
+	if (!conn->xfer->credit_cell)
 		return;
+	/* What the peer's connect or accept data granted. */
+	conn->xfer->tx_credit[NRMA_CREDIT_MSG].grant = conn->grant.credits_msg;
+	conn->xfer->tx_credit[NRMA_CREDIT_CTL].grant = conn->grant.credits_ctl;
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
 		credit_want(ep->xfer, conn, c);
 	nrma_credit_refill(ep);
@@ -144,18 +150,19 @@ void nrma_credit_connected(struct nrma_ep *ep, struct nrma_conn *conn)
 /* Nothing more comes from conn's peer: its credits go back to the pool. */
 void nrma_credit_conn_close(struct nrma_ep *ep, struct nrma_conn *conn)
 {
+	struct nrma_xfer_conn *xc = conn->xfer;
 	struct nrma_xfer *x = ep->xfer;
 
-	if (!conn->credit_cell)
+	if (!xc->credit_cell)
 		return;
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
-		x->credit_out -= nrma_credit_out(&conn->rx_credit[c]);
-		nrma_dlist_remove(&conn->credit_want[c]);
+		x->credit_out -= nrma_credit_out(&xc->rx_credit[c]);
+		nrma_dlist_remove(&xc->credit_want[c]);
 	}
 	x->credit_conns--;
-	nrma_notify_cell_disarm(conn->credit_cell);
-	nrma_notify_cell_close(conn->credit_cell);
-	conn->credit_cell = NULL;
+	nrma_notify_cell_disarm(xc->credit_cell);
+	nrma_notify_cell_close(xc->credit_cell);
+	xc->credit_cell = NULL;
 }
 
 static uint64_t credit_avail(const struct nrma_conn *conn,
@@ -166,8 +173,8 @@ static uint64_t credit_avail(const struct nrma_conn *conn,
 					     NRMA_NOTIFY_READS;
 
 	return nrma_credit_avail(
-		&conn->tx_credit[class],
-		*nrma_notify_cell_word(conn->credit_cell, word));
+		&conn->xfer->tx_credit[class],
+		*nrma_notify_cell_word(conn->xfer->credit_cell, word));
 }
 
 bool nrma_credit_has(const struct nrma_conn *conn, enum nrma_credit_class class)
@@ -179,7 +186,7 @@ bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class)
 {
 	if (!credit_avail(conn, class))
 		return false;
-	conn->tx_credit[class].sent++;
+	conn->xfer->tx_credit[class].sent++;
 	return true;
 }
 
@@ -198,9 +205,9 @@ int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
 	if (!conn->sq_free)
 		return -FI_EAGAIN;
 	hdr->credits_msg = (uint16_t) nrma_credit_take_back(
-		&conn->rx_credit[NRMA_CREDIT_MSG], UINT16_MAX);
+		&conn->xfer->rx_credit[NRMA_CREDIT_MSG], UINT16_MAX);
 	hdr->credits_ctl = (uint16_t) nrma_credit_take_back(
-		&conn->rx_credit[NRMA_CREDIT_CTL], UINT16_MAX);
+		&conn->xfer->rx_credit[NRMA_CREDIT_CTL], UINT16_MAX);
 	/* The device copies a small message as it is posted: it reads no
 	 * registered memory later, and the sender's CPU has it in cache. */
 	wr->inline_data = wr->sge[0].len <= nrma_verbs_qp_max_inline(conn->qp);
@@ -210,7 +217,7 @@ int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
 /* Gives back a credit taken for a message that did not go. */
 void nrma_credit_untake(struct nrma_conn *conn, enum nrma_credit_class class)
 {
-	conn->tx_credit[class].sent--;
+	conn->xfer->tx_credit[class].sent--;
 }
 
 /*
@@ -223,12 +230,12 @@ bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
 			 const struct nrma_hdr *hdr)
 {
 	struct nrma_xfer *x = ep->xfer;
-	struct nrma_credit_rx *rx = &conn->rx_credit[class];
+	struct nrma_credit_rx *rx = &conn->xfer->rx_credit[class];
 	struct nrma_rx_owner *owner = &nrma_rx_slot_of(x, buf)->owner;
 
 	if (hdr) {
-		conn->tx_credit[NRMA_CREDIT_MSG].back += hdr->credits_msg;
-		conn->tx_credit[NRMA_CREDIT_CTL].back += hdr->credits_ctl;
+		conn->xfer->tx_credit[NRMA_CREDIT_MSG].back += hdr->credits_msg;
+		conn->xfer->tx_credit[NRMA_CREDIT_CTL].back += hdr->credits_ctl;
 	}
 	if (rx->received++ < rx->granted)
 		x->credit_out--;
@@ -249,18 +256,18 @@ static struct nrma_wr credit_wr(struct nrma_sge *scratch, uint64_t addr,
 				 .sge = scratch,
 				 .sge_count = 1,
 				 .raddr = addr,
-				 .rkey = conn->peer_credit_rkey,
+				 .rkey = conn->grant.credit_rkey,
 				 .add = add };
 }
 
 /* Progress tries again to tell conn's peer of its credits. */
 static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
 {
-	if (conn->credit_owed)
+	if (conn->xfer->credit_owed)
 		return;
-	conn->credit_owed = true;
+	conn->xfer->credit_owed = true;
 	conn->refs++;
-	nrma_dlist_insert_tail(&conn->owed_link, &ep->xfer->credit_owed);
+	nrma_dlist_insert_tail(&conn->xfer->owed_link, &ep->xfer->credit_owed);
 }
 
 /*
@@ -270,18 +277,18 @@ static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
  */
 static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 {
+	struct nrma_xfer_conn *xc = conn->xfer;
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge scratch = nrma_scratch_sge(x);
-	struct nrma_credit_rx *rx = conn->rx_credit;
+	struct nrma_credit_rx *rx = xc->rx_credit;
 	uint64_t addr[] = { NRMA_CREDIT_MSG_ADDR, NRMA_CREDIT_CTL_ADDR };
-	uint64_t keys = atomic_load(&ep->domain->keys_changed) -
-			conn->keys_told;
+	uint64_t keys = atomic_load(&ep->domain->keys_changed) - xc->keys_told;
 	struct nrma_wr wr[NRMA_CREDIT_CLASSES + 1];
 	uint64_t back[NRMA_CREDIT_CLASSES];
 	struct nrma_op *op;
 	size_t n = 0;
 
-	if (conn->credit_returning || conn->state != NRMA_CONN_CONNECTED ||
+	if (conn->state != NRMA_CONN_CONNECTED || xc->credit_returning ||
 	    (!nrma_credit_due(&rx[NRMA_CREDIT_MSG], x->credits_msg) &&
 	     !nrma_credit_due(&rx[NRMA_CREDIT_CTL], x->credits_ctl) && !keys))
 		return;
@@ -305,18 +312,18 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 	}
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
 		rx[c].told += back[c];
-	conn->keys_told += keys;
-	conn->credit_returning = true;
+	xc->keys_told += keys;
+	xc->credit_returning = true;
 }
 
 bool nrma_credit_keys_told(struct nrma_ep *ep, struct nrma_conn *conn,
 			   uint64_t changes)
 {
-	if (conn->state != NRMA_CONN_CONNECTED || !conn->credit_cell)
+	if (conn->state != NRMA_CONN_CONNECTED || !conn->xfer->credit_cell)
 		return true; /* it has nothing to forget */
 	credit_tell(ep, conn);
-	return (int64_t) (conn->keys_told - changes) >= 0 &&
-	       !conn->credit_returning;
+	return (int64_t) (conn->xfer->keys_told - changes) >= 0 &&
+	       !conn->xfer->credit_returning;
 }
 
 /*
@@ -337,13 +344,12 @@ void nrma_credit_refill(struct nrma_ep *ep)
 			item = nrma_dlist_pop_front(&x->credit_wanting[c]);
 			if (!item)
 				continue;
-			conn = nrma_container_of(item - c, struct nrma_conn,
-						 credit_want);
+			conn = nrma_xfer_conn_of(item - c, credit_want);
 			more = true;
 			if (conn->state != NRMA_CONN_CONNECTED)
 				continue;
 			credit_grant(x, conn, c,
-				     nrma_credit_want(&conn->rx_credit[c],
+				     nrma_credit_want(&conn->xfer->rx_credit[c],
 						      credit_share(x, c)));
 			credit_want(x, conn, c); /* the pool ran out */
 			credit_tell(ep, conn);
@@ -369,7 +375,7 @@ void nrma_credit_returned(struct nrma_ep *ep, struct nrma_op *op)
 
 	if (op->wc_pending)
 		return;
-	conn->credit_returning = false;
+	conn->xfer->credit_returning = false;
 	nrma_op_free(ep->xfer, op);
 	credit_tell(ep, conn);
 }
@@ -381,35 +387,36 @@ void nrma_credit_queue_send(struct nrma_ep *ep, struct nrma_op *op, bool front)
 {
 	struct nrma_conn *conn = op->conn;
 
-	if (nrma_dlist_empty(&conn->send_queue)) {
+	if (nrma_dlist_empty(&conn->xfer->send_queue)) {
 		conn->refs++;
-		nrma_dlist_insert_tail(&conn->blocked_link,
+		nrma_dlist_insert_tail(&conn->xfer->blocked_link,
 				       &ep->xfer->blocked_conns);
 	}
 	op->queued = true;
 	if (!front)
 		op->sent_ms = nrma_xfer_now_ms();
-	nrma_dlist_insert_tail(&op->link, front ? conn->send_queue.next :
-						  &conn->send_queue);
+	nrma_dlist_insert_tail(&op->link, front ? conn->xfer->send_queue.next :
+						  &conn->xfer->send_queue);
 }
 
 bool nrma_credit_send_waits(const struct nrma_conn *conn)
 {
-	return !nrma_dlist_empty(&conn->send_queue);
+	return !nrma_dlist_empty(&conn->xfer->send_queue);
 }
 
 static void credit_unblock(struct nrma_conn *conn)
 {
-	nrma_dlist_remove(&conn->blocked_link);
+	nrma_dlist_remove(&conn->xfer->blocked_link);
 	conn->refs--;
 }
 
 /* The first send waiting on conn; NULL if none. */
 struct nrma_op *nrma_credit_queued(struct nrma_conn *conn)
 {
-	if (nrma_dlist_empty(&conn->send_queue))
+	if (nrma_dlist_empty(&conn->xfer->send_queue))
 		return NULL;
-	return nrma_container_of(conn->send_queue.next, struct nrma_op, link);
+	return nrma_container_of(conn->xfer->send_queue.next, struct nrma_op,
+				 link);
 }
 
 void nrma_credit_unqueue(struct nrma_op *op)
@@ -418,7 +425,7 @@ void nrma_credit_unqueue(struct nrma_op *op)
 
 	nrma_dlist_remove(&op->link);
 	op->queued = false;
-	if (nrma_dlist_empty(&conn->send_queue))
+	if (nrma_dlist_empty(&conn->xfer->send_queue))
 		credit_unblock(conn);
 }
 
@@ -429,12 +436,11 @@ void nrma_credit_tell_owed(struct nrma_ep *ep)
 	struct nrma_dlist *head = &ep->xfer->credit_owed, *item;
 
 	for (item = head->next; item != head;) {
-		struct nrma_conn *conn =
-			nrma_container_of(item, struct nrma_conn, owed_link);
+		struct nrma_conn *conn = nrma_xfer_conn_of(item, owed_link);
 
 		item = item->next;
-		nrma_dlist_remove(&conn->owed_link);
-		conn->credit_owed = false;
+		nrma_dlist_remove(&conn->xfer->owed_link);
+		conn->xfer->credit_owed = false;
 		credit_tell(ep, conn);
 		conn->refs--;
 	}

@@ -67,9 +67,10 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
  * A queue pair that breaks halfway fails its connection; the operation
  * then ends, with its error, once what did go out is flushed.
  */
-int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
-		 size_t count)
+int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
+		 const struct nrma_wr *wr, size_t count)
 {
+	uint64_t id;
 	size_t posted;
 	int ret;
 
@@ -77,13 +78,11 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
 		return -FI_ECONNRESET;
 	if (op->conn->sq_free < count)
 		return -FI_EAGAIN;
-	/* RC completes in order: one completion covers the whole chain. */
-	for (size_t i = 0; i < count; i++) {
-		wr[i].wr_id = nrma_token_index(&x->ops, op);
-		wr[i].signaled = i + 1 == count;
-	}
-	wr[count - 1].wr_id |= (uint64_t) count << NRMA_WR_SLOTS_SHIFT;
-	ret = nrma_verbs_post(op->conn->qp, wr, count, &posted);
+	/* One completion covers the whole chain: the last says its length. */
+	id = nrma_token_index(&x->ops, op);
+	ret = nrma_verbs_post(op->conn->qp, wr, count, id,
+			      id | (uint64_t) count << NRMA_WR_SLOTS_SHIFT,
+			      &posted);
 	op->conn->sq_free -= posted;
 	if (posted == count)
 		op->wc_pending++;

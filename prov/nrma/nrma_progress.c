@@ -100,7 +100,7 @@ static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
 		nrma_rma_finish(ep, op);
 		break;
 	case NRMA_OP_PROBE:
-		op->conn->probing = false;
+		op->conn->xfer->probing = false;
 		nrma_op_free(ep->xfer, op);
 		break;
 	case NRMA_OP_CREDIT:
@@ -355,6 +355,8 @@ void nrma_progress_settle(struct nrma_ep *ep)
 
 static void progress_conn_failed(void *arg, struct nrma_conn *conn)
 {
+	if (!conn->xfer)
+		return; /* it never opened: nothing of ours uses it */
 	nrma_send_conn_failed(arg, conn);
 	nrma_rma_conn_failed(arg, conn);
 }
@@ -372,13 +374,18 @@ void nrma_progress_probe(void *arg, struct nrma_conn *conn)
 
 int nrma_progress_conn_open(void *arg, struct nrma_conn *conn)
 {
-	return nrma_credit_conn_open(arg, conn);
+	int ret = nrma_xfer_conn_open(conn);
+
+	return ret ? ret : nrma_credit_conn_open(arg, conn);
 }
 
 void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)
 {
+	if (!conn->xfer)
+		return; /* it never opened */
 	nrma_credit_conn_close(arg, conn);
 	nrma_rkey_conn_close(conn);
+	nrma_xfer_conn_close(conn);
 }
 
 /*

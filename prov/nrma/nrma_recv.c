@@ -172,7 +172,7 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
 		return; /* the sender learns from the broken connection */
 	if (recv_ack_post(ep, conn, token, failed) != -FI_EAGAIN)
 		return;
-	pending = conn->acks_owed < NRMA_ACKS_OWED_MAX ?
+	pending = conn->xfer->acks_owed < NRMA_ACKS_OWED_MAX ?
 			  malloc(sizeof(*pending)) :
 			  NULL;
 	if (!pending) {
@@ -185,7 +185,7 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	pending->token = token;
 	pending->failed = failed;
 	conn->refs++;
-	conn->acks_owed++;
+	conn->xfer->acks_owed++;
 	nrma_dlist_insert_tail(&pending->link, &ep->xfer->pending_acks);
 }
 
@@ -213,7 +213,7 @@ void nrma_recv_acks_retry(struct nrma_ep *ep)
 		}
 		nrma_dlist_remove(&pending->link);
 		conn->refs--;
-		conn->acks_owed--;
+		conn->xfer->acks_owed--;
 		free(pending);
 	}
 }

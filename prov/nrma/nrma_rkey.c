@@ -23,7 +23,6 @@
  * the operation in -FI_EACCES, and the connection stays up.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "nrma_notify.h"
 #include "nrma_rkey.h"
@@ -39,7 +38,7 @@ enum nrma_rkey_state {
 /* What we know of the key that last used one of the peer's slots. */
 struct nrma_rkey {
 	enum nrma_rkey_state state;
-	uint32_t hash_key; /* its slot's, in conn->rkeys */
+	uint32_t hash_key; /* its slot's, in conn->xfer->rkeys */
 	uint64_t key;
 	uint64_t changes;	   /* the peer's, when we asked for the slot */
 	struct nrma_key_slot slot; /* NRMA_RKEY_KNOWN */
@@ -48,13 +47,13 @@ struct nrma_rkey {
 /* How many times the peer said its key table changed. */
 static uint64_t rkey_peer_changes(struct nrma_conn *conn)
 {
-	return *nrma_notify_cell_word(conn->credit_cell, NRMA_NOTIFY_KEYS);
+	return *nrma_notify_cell_word(conn->xfer->credit_cell,
+				      NRMA_NOTIFY_KEYS);
 }
 
 void nrma_rkey_conn_close(struct nrma_conn *conn)
 {
-	memset(conn->rkey_hot, 0, sizeof(conn->rkey_hot));
-	nrma_hash_fini_values(&conn->rkeys, free);
+	nrma_hash_fini_values(&conn->xfer->rkeys, free);
 }
 
 /* Reads rk's slot at the peer; it stays NRMA_RKEY_UNKNOWN if it cannot. */
@@ -75,7 +74,7 @@ static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
 		.sge_count = 1,
 		.raddr = (uint64_t) nrma_key_index(rk->key) *
 			 sizeof(struct nrma_key_sealed),
-		.rkey = conn->keytab_rkey,
+		.rkey = conn->grant.keytab_rkey,
 	};
 	op->resolving = rk->key;
 	rk->changes = rkey_peer_changes(conn);
@@ -95,18 +94,19 @@ static uint32_t rkey_hash_key(uint64_t key)
 static struct nrma_rkey *rkey_entry(struct nrma_conn *conn, uint64_t key)
 {
 	uint32_t hash_key = rkey_hash_key(key);
-	struct nrma_rkey **hot = &conn->rkey_hot[hash_key % NRMA_RKEY_HOT];
+	struct nrma_rkey **hot =
+		&conn->xfer->rkey_hot[hash_key % NRMA_RKEY_HOT];
 	struct nrma_rkey *rk = *hot;
 
 	if (rk && rk->hash_key == hash_key)
 		return rk;
-	rk = nrma_hash_find(&conn->rkeys, hash_key);
+	rk = nrma_hash_find(&conn->xfer->rkeys, hash_key);
 	if (!rk) {
 		rk = calloc(1, sizeof(*rk));
 		if (!rk)
 			return NULL;
 		rk->hash_key = hash_key;
-		if (nrma_hash_insert(&conn->rkeys, hash_key, rk)) {
+		if (nrma_hash_insert(&conn->xfer->rkeys, hash_key, rk)) {
 			free(rk);
 			return NULL;
 		}
@@ -124,19 +124,13 @@ static bool rkey_stale(const struct nrma_rkey *rk, struct nrma_conn *conn,
 	       rk->changes != rkey_peer_changes(conn);
 }
 
-int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
-		     uint64_t addr, uint64_t len, uint32_t access,
-		     struct nrma_remote *remote)
+/*
+ * Brings rk up to date for key: 0 once its slot is known, else what the
+ * operation says now (see nrma_rkey_target).
+ */
+static int rkey_resolve(struct nrma_ep *ep, struct nrma_conn *conn,
+			struct nrma_rkey *rk, uint64_t key)
 {
-	bool virt_addr = ep->info->domain_attr->mr_mode &
-			 (FI_MR_VIRT_ADDR | NRMA_MR_BASIC);
-	struct nrma_rkey *rk;
-
-	if (nrma_key_index(key) >= conn->keytab_slots)
-		return -FI_EACCES;
-	rk = rkey_entry(conn, key);
-	if (!rk)
-		return -FI_EAGAIN;
 	if (rk->state != NRMA_RKEY_READING && rkey_stale(rk, conn, key)) {
 		rk->key = key;
 		rk->state = NRMA_RKEY_UNKNOWN;
@@ -149,6 +143,29 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 	if (rk->state == NRMA_RKEY_ABSENT) {
 		rk->state = NRMA_RKEY_UNKNOWN; /* the next use asks again */
 		return -FI_EACCES;
+	}
+	return 0;
+}
+
+int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
+		     uint64_t addr, uint64_t len, uint32_t access,
+		     struct nrma_remote *remote)
+{
+	bool virt_addr = ep->info->domain_attr->mr_mode &
+			 (FI_MR_VIRT_ADDR | NRMA_MR_BASIC);
+	struct nrma_rkey *rk;
+	int ret;
+
+	if (nrma_key_index(key) >= conn->grant.keytab_slots)
+		return -FI_EACCES;
+	rk = rkey_entry(conn, key);
+	if (!rk)
+		return -FI_EAGAIN;
+	/* A key known and unchanged since: every use but the first. */
+	if (rk->state != NRMA_RKEY_KNOWN || rkey_stale(rk, conn, key)) {
+		ret = rkey_resolve(ep, conn, rk, key);
+		if (ret)
+			return ret;
 	}
 	remote->rkey = rk->slot.rkey;
 	remote->cell_rkey = rk->slot.cell_rkey;
@@ -180,8 +197,8 @@ static enum nrma_rkey_state rkey_state_of(enum nrma_key_verdict verdict)
 /* A slot read came back (or failed with its connection). */
 void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
 {
-	struct nrma_rkey *rk =
-		nrma_hash_find(&op->conn->rkeys, rkey_hash_key(op->resolving));
+	struct nrma_rkey *rk = nrma_hash_find(&op->conn->xfer->rkeys,
+					      rkey_hash_key(op->resolving));
 	enum nrma_key_verdict verdict = NRMA_KEY_TORN;
 	struct nrma_key_slot slot;
 
@@ -243,9 +260,9 @@ size_t nrma_rkey_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
 	uint64_t raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR;
 	size_t n = 0;
 
-	if (conn->notify_rkey)
-		wr[n++] = rkey_notify_wr(conn->notify_rkey, raddr, scratch,
-					 fence);
+	if (conn->grant.notify_rkey)
+		wr[n++] = rkey_notify_wr(conn->grant.notify_rkey, raddr,
+					 scratch, fence);
 	if (cell_rkey)
 		wr[n++] = rkey_notify_wr(cell_rkey, raddr, scratch, fence);
 	return n;

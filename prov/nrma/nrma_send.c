@@ -281,8 +281,7 @@ void nrma_send_resume_blocked(struct nrma_ep *ep)
 	struct nrma_dlist *head = &ep->xfer->blocked_conns, *item = head->next;
 
 	while (item != head) {
-		struct nrma_conn *conn =
-			nrma_container_of(item, struct nrma_conn, blocked_link);
+		struct nrma_conn *conn = nrma_xfer_conn_of(item, blocked_link);
 
 		item = item->next;
 		send_resume(ep, conn);

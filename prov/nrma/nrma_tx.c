@@ -38,7 +38,7 @@ void nrma_tx_probe(struct nrma_ep *ep, struct nrma_conn *conn)
 	struct nrma_wr wr = { .op = NRMA_WR_WRITE };
 	struct nrma_op *op;
 
-	if (conn->probing || conn->state != NRMA_CONN_CONNECTED)
+	if (conn->state != NRMA_CONN_CONNECTED || conn->xfer->probing)
 		return;
 	op = nrma_op_alloc(ep->xfer, NRMA_OP_PROBE, conn);
 	if (!op)
@@ -46,7 +46,7 @@ void nrma_tx_probe(struct nrma_ep *ep, struct nrma_conn *conn)
 	if (nrma_op_post(ep->xfer, op, &wr, 1))
 		nrma_op_free(ep->xfer, op);
 	else
-		conn->probing = true;
+		conn->xfer->probing = true;
 }
 
 static void tx_report_entry(struct nrma_ep *ep, void *context, uint64_t flags,

@@ -520,7 +520,7 @@ int nrma_verbs_qp_create(struct nrma_verbs_ep *ve, struct nrma_verbs_domain *vd,
 		.recv_cq = ve->cq,
 		.srq = ve->srq,
 		.qp_type = IBV_QPT_RC,
-		.sq_sig_all = 0, /* nrma_wr.signaled */
+		.sq_sig_all = 0, /* nrma_verbs_post signals a chain's last */
 		.cap = {
 			.max_send_wr = sq_depth,
 			.max_send_sge = max_sge,
@@ -593,15 +593,15 @@ static const enum ibv_wr_opcode wr_opcode[] = {
  * it is, unread.
  */
 static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
-		     const struct nrma_wr *wr)
+		     const struct nrma_wr *wr, uint64_t wr_id, bool signaled)
 {
 	fill_sges(ibv_sge, wr->sge, wr->sge_count);
-	ibv_wr->wr_id = wr->wr_id;
+	ibv_wr->wr_id = wr_id;
 	ibv_wr->sg_list = ibv_sge;
 	ibv_wr->num_sge = (int) wr->sge_count;
 	ibv_wr->opcode = wr_opcode[wr->op];
 	ibv_wr->send_flags = (wr->fence ? IBV_SEND_FENCE : 0) |
-			     (wr->signaled ? IBV_SEND_SIGNALED : 0) |
+			     (signaled ? IBV_SEND_SIGNALED : 0) |
 			     (wr->inline_data ? IBV_SEND_INLINE : 0);
 	ibv_wr->imm_data = 0;
 	if (wr->op == NRMA_WR_FETCH_ADD || wr->op == NRMA_WR_CMP_SWAP) {
@@ -618,23 +618,30 @@ static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
 }
 
 int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
-		    size_t count, size_t *posted)
+		    size_t count, uint64_t wr_id, uint64_t last_id,
+		    size_t *posted)
 {
 	struct ibv_send_wr ibv_wr[NRMA_VERBS_CHAIN_MAX], *bad = NULL;
 	struct ibv_sge ibv_sge[NRMA_VERBS_CHAIN_MAX][NRMA_MAX_SGE];
+	size_t last = count - 1;
 	int ret;
 
 	*posted = 0;
-	if (count > NRMA_VERBS_CHAIN_MAX)
+	if (!count || count > NRMA_VERBS_CHAIN_MAX)
 		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++) {
 		if (wr[i].sge_count > NRMA_MAX_SGE)
 			return -FI_EINVAL;
-		build_wr(&ibv_wr[i], ibv_sge[i], &wr[i]);
-		ibv_wr[i].next = i + 1 < count ? &ibv_wr[i + 1] : NULL;
+		build_wr(&ibv_wr[i], ibv_sge[i], &wr[i],
+			 i == last ? last_id : wr_id, i == last);
+		ibv_wr[i].next = &ibv_wr[i + 1];
 	}
+	ibv_wr[last].next = NULL;
 	ret = ibv_post_send(qp->id->qp, ibv_wr, &bad);
-	*posted = ret && bad ? (size_t) (bad - ibv_wr) : ret ? 0 : count;
+	if (!ret)
+		*posted = count;
+	else if (bad)
+		*posted = (size_t) (bad - ibv_wr);
 	return post_result(ret);
 }
 

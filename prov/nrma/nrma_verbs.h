@@ -113,10 +113,9 @@ enum nrma_wr_op {
 	NRMA_WR_CMP_SWAP,  /* 64-bit: swap if equal to add; likewise */
 };
 
-/* A work request, stripped of verbs types.  Every one is signalled. */
+/* A work request, stripped of verbs types. */
 struct nrma_wr {
 	enum nrma_wr_op op;
-	uint64_t wr_id;
 	const struct nrma_sge *sge;
 	size_t sge_count;
 	uint64_t raddr;
@@ -126,8 +125,6 @@ struct nrma_wr {
 	uint64_t swap;
 	/* Wait for earlier reads and atomics on the queue pair. */
 	bool fence;
-	/* Completes with a work completion; the others only on errors. */
-	bool signaled;
 	/* The device copies the payload as it is posted: the sges need no
 	 * lkey and may be reused at once (up to nrma_verbs_qp_max_inline). */
 	bool inline_data;
@@ -137,12 +134,16 @@ struct nrma_wr {
 #define NRMA_VERBS_CHAIN_MAX NRMA_IOV_LIMIT
 
 /*
- * Posts count work requests in order; *posted says how many went, also on
- * an error (the ones before the failing one).  Callers keep the send
- * queue from overflowing, so an error means a broken queue pair.
+ * Posts count work requests in order, as one chain: each carries wr_id
+ * but the last, which carries last_id and alone is signaled (RC completes
+ * in order, so its completion stands for the chain's; the others complete
+ * only in error).  *posted says how many went, also on an error (the ones
+ * before the failing one).  Callers keep the send queue from overflowing,
+ * so an error means a broken queue pair.
  */
 int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
-		    size_t count, size_t *posted);
+		    size_t count, uint64_t wr_id, uint64_t last_id,
+		    size_t *posted);
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
 			     const struct nrma_sge *sge);
 

@@ -218,3 +218,25 @@ void nrma_xfer_close(struct nrma_ep *ep)
 	free(x);
 	ep->xfer = NULL;
 }
+
+int nrma_xfer_conn_open(struct nrma_conn *conn)
+{
+	struct nrma_xfer_conn *xc = calloc(1, sizeof(*xc));
+
+	if (!xc)
+		return -FI_ENOMEM;
+	xc->conn = conn;
+	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
+		nrma_dlist_init(&xc->credit_want[c]);
+	nrma_dlist_init(&xc->send_queue);
+	nrma_dlist_init(&xc->batch.ops);
+	nrma_hash_init(&xc->rkeys);
+	conn->xfer = xc;
+	return 0;
+}
+
+void nrma_xfer_conn_close(struct nrma_conn *conn)
+{
+	free(conn->xfer);
+	conn->xfer = NULL;
+}

@@ -29,6 +29,8 @@
 #include "nrma_bufpool.h"
 #include "nrma_chunkpool.h"
 #include "nrma_cm.h"
+#include "nrma_credit_calc.h"
+#include "nrma_hash.h"
 #include "nrma_match.h"
 #include "nrma_proto.h"
 #include "nrma_token.h"
@@ -49,6 +51,74 @@ _Static_assert(NRMA_OP_MAX_WRS <= NRMA_WR_SLOTS_MASK,
 	       "a chain's slot count fits its wr_id");
 _Static_assert(NRMA_OP_MAX_WRS <= NRMA_VERBS_CHAIN_MAX,
 	       "an operation's requests go in one chain");
+
+/*
+ * The words a notified write bumps at the peer, besides the peer
+ * endpoint's cell: writes with equal targets share a batch.
+ */
+struct nrma_batch_target {
+	uint32_t cell_rkey; /* its region's cell, 0: none */
+	bool has_set;	    /* a word of a notification set */
+	uint32_t set_rkey;
+	uint64_t set_addr;
+};
+
+/*
+ * Notified writes whose atomics wait to go out as one (nrma_batch.c, the
+ * data path's; FI_NRMA_NOTIFY_COALESCE).
+ */
+struct nrma_notify_batch {
+	struct nrma_dlist ops; /* struct nrma_op, by op->link */
+	struct nrma_batch_target target;
+	size_t count;	  /* writes in ops */
+	size_t writing;	  /* of those, not yet completed at the device */
+	uint64_t set_add; /* what they add to the set's word */
+	bool deferred;	  /* on the endpoint's list of those to retry */
+	struct nrma_dlist deferred_link;
+};
+
+/* Per connection, the remote keys found without a lookup (nrma_rkey.c). */
+#define NRMA_RKEY_HOT 4
+
+struct nrma_rkey;
+
+/*
+ * What the data path keeps of one connection (its struct nrma_conn's
+ * xfer): made when the connection opens, before it says hello
+ * (nrma_progress_conn_open), freed when it is freed.
+ */
+struct nrma_xfer_conn {
+	struct nrma_conn *conn; /* whose it is: its lists' entries lead back */
+	size_t acks_owed;	/* ACKs waiting for room to go to the peer */
+	bool probing;		/* a probe is on its way (nrma_tx_probe) */
+	/* Flow control (nrma_credit.c), by enum nrma_credit_class. */
+	struct nrma_credit_tx tx_credit[NRMA_CREDIT_CLASSES];
+	struct nrma_credit_rx rx_credit[NRMA_CREDIT_CLASSES];
+	struct nrma_dlist credit_want[NRMA_CREDIT_CLASSES]; /* for the pool */
+	struct nrma_notify_cell *credit_cell; /* where the peer gives back */
+	bool credit_returning;		      /* our atomics are on the way */
+	bool credit_owed;   /* on the endpoint's list of those to return */
+	uint64_t keys_told; /* our domain's key changes the peer was told */
+	struct nrma_dlist owed_link;
+	struct nrma_dlist send_queue;	/* sends waiting for credits */
+	struct nrma_dlist blocked_link; /* on the endpoint's list of those */
+	/* What we know of the peer's MR keys (nrma_rkey.c). */
+	struct nrma_hash rkeys; /* slot index + 1 -> struct nrma_rkey */
+	/* The entries used last, by slot index: no lookup for a key or two. */
+	struct nrma_rkey *rkey_hot[NRMA_RKEY_HOT];
+	struct nrma_notify_batch batch;
+};
+
+/*
+ * Gives conn its data path's state (conn->xfer), empty; -FI_ENOMEM.  Its
+ * close frees it, once whatever it held is given back.
+ */
+int nrma_xfer_conn_open(struct nrma_conn *conn);
+void nrma_xfer_conn_close(struct nrma_conn *conn);
+
+/* The connection of a data path list's entry: field is the link's. */
+#define nrma_xfer_conn_of(item, field) \
+	(nrma_container_of(item, struct nrma_xfer_conn, field)->conn)
 
 enum nrma_op_kind {
 	NRMA_OP_SEND,	 /* an application send */
@@ -292,8 +362,8 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
 				  struct nrma_conn *conn);
 struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index);
 uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
-int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op, struct nrma_wr *wr,
-		 size_t count);
+int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
+		 const struct nrma_wr *wr, size_t count);
 int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,
 		   struct nrma_verbs_mr **vmr, uint64_t *key);
