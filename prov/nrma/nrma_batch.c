@@ -50,22 +50,25 @@ static size_t batch_wrs(const struct nrma_conn *conn,
 
 static void batch_defer(struct nrma_xfer *x, struct nrma_conn *conn)
 {
-	if (conn->xfer->batch.deferred)
+	struct nrma_notify_batch *b = &conn->xfer->batch;
+
+	if (b->deferred)
 		return;
 	NRMA_DBG(FI_LOG_EP_DATA,
 		 "%zu coalesced notifications wait for send queue room\n",
-		 conn->xfer->batch.count);
-	conn->xfer->batch.deferred = true;
-	nrma_dlist_insert_tail(&conn->xfer->batch.deferred_link,
-			       &x->batch_deferred);
+		 b->count);
+	b->deferred = true;
+	nrma_dlist_insert_tail(&b->deferred_link, &x->batch_deferred);
 }
 
 static void batch_undefer(struct nrma_conn *conn)
 {
-	if (!conn->xfer->batch.deferred)
+	struct nrma_notify_batch *b = &conn->xfer->batch;
+
+	if (!b->deferred)
 		return;
-	conn->xfer->batch.deferred = false;
-	nrma_dlist_remove(&conn->xfer->batch.deferred_link);
+	b->deferred = false;
+	nrma_dlist_remove(&b->deferred_link);
 }
 
 /* The batch's writes go on the list of the operation that counts them. */
