@@ -89,6 +89,21 @@ struct nrma_conn {
 	struct nrma_xfer_conn *xfer;
 };
 
+/*
+ * Work that names conn (an operation, an owed ACK, a read that waits)
+ * holds it while it does: a retired connection is freed only once nothing
+ * holds it (nrma_cm_reap).
+ */
+static inline void nrma_conn_hold(struct nrma_conn *conn)
+{
+	conn->refs++;
+}
+
+static inline void nrma_conn_release(struct nrma_conn *conn)
+{
+	conn->refs--;
+}
+
 /* An endpoint's connections (nrma_conn.c); no rdmacm in it. */
 struct nrma_conn_table {
 	struct nrma_dlist conns;  /* every struct nrma_conn */

@@ -241,7 +241,7 @@ bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
 		x->credit_out--;
 	owner->conn = conn;
 	owner->class = class;
-	conn->refs++;
+	nrma_conn_hold(conn);
 	if (nrma_credit_overrun(rx))
 		return false;
 	credit_want(x, conn, class);
@@ -266,7 +266,7 @@ static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
 	if (conn->xfer->credit_owed)
 		return;
 	conn->xfer->credit_owed = true;
-	conn->refs++;
+	nrma_conn_hold(conn);
 	nrma_dlist_insert_tail(&conn->xfer->owed_link, &ep->xfer->credit_owed);
 }
 
@@ -366,7 +366,7 @@ void nrma_credit_released(struct nrma_ep *ep, uint32_t buf)
 	if (!conn)
 		return;
 	owner->conn = NULL;
-	conn->refs--;
+	nrma_conn_release(conn);
 }
 
 void nrma_credit_returned(struct nrma_ep *ep, struct nrma_op *op)
@@ -388,7 +388,7 @@ void nrma_credit_queue_send(struct nrma_ep *ep, struct nrma_op *op, bool front)
 	struct nrma_conn *conn = op->conn;
 
 	if (nrma_dlist_empty(&conn->xfer->send_queue)) {
-		conn->refs++;
+		nrma_conn_hold(conn);
 		nrma_dlist_insert_tail(&conn->xfer->blocked_link,
 				       &ep->xfer->blocked_conns);
 	}
@@ -407,7 +407,7 @@ bool nrma_credit_send_waits(const struct nrma_conn *conn)
 static void credit_unblock(struct nrma_conn *conn)
 {
 	nrma_dlist_remove(&conn->xfer->blocked_link);
-	conn->refs--;
+	nrma_conn_release(conn);
 }
 
 /* The first send waiting on conn; NULL if none. */
@@ -442,6 +442,6 @@ void nrma_credit_tell_owed(struct nrma_ep *ep)
 		nrma_dlist_remove(&conn->xfer->owed_link);
 		conn->xfer->credit_owed = false;
 		credit_tell(ep, conn);
-		conn->refs--;
+		nrma_conn_release(conn);
 	}
 }

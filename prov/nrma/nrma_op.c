@@ -34,7 +34,7 @@ struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 	op->conn = conn;
 	op->buf = -1;
 	if (conn)
-		conn->refs++;
+		nrma_conn_hold(conn);
 	return op;
 }
 
@@ -45,7 +45,7 @@ void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)
 	if (op->buf >= 0)
 		nrma_bufpool_put(&x->tx_bufs, op->buf);
 	if (op->conn)
-		op->conn->refs--;
+		nrma_conn_release(op->conn);
 	nrma_token_put(&x->ops, nrma_token_index(&x->ops, op));
 }
 

@@ -184,7 +184,7 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	pending->conn = conn;
 	pending->token = token;
 	pending->failed = failed;
-	conn->refs++;
+	nrma_conn_hold(conn);
 	conn->xfer->acks_owed++;
 	nrma_dlist_insert_tail(&pending->link, &ep->xfer->pending_acks);
 }
@@ -212,7 +212,7 @@ void nrma_recv_acks_retry(struct nrma_ep *ep)
 				return;
 		}
 		nrma_dlist_remove(&pending->link);
-		conn->refs--;
+		nrma_conn_release(conn);
 		conn->xfer->acks_owed--;
 		free(pending);
 	}
@@ -404,7 +404,7 @@ static void recv_stall(struct nrma_ep *ep, const struct nrma_stalled_read *s)
 	*stall = *s;
 	stall->rx->reads++; /* keeps the receive */
 	if (stall->conn)
-		stall->conn->refs++;
+		nrma_conn_hold(stall->conn);
 	nrma_dlist_insert_tail(&stall->link, &x->stalled_reads);
 }
 
@@ -422,7 +422,7 @@ void nrma_recv_stalled_retry(struct nrma_ep *ep)
 		nrma_dlist_remove(&s->link);
 		s->rx->reads--;
 		if (s->conn)
-			s->conn->refs--;
+			nrma_conn_release(s->conn);
 		recv_read_start(ep, op, recv_hdr(ep, s->buf), s);
 		nrma_recv_buf_release(ep, s->buf);
 	}
@@ -924,7 +924,7 @@ void nrma_recv_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 		nrma_dlist_remove(&st->link);
 		recv_ack_send(ep, st->conn, recv_hdr(ep, st->buf)->token, true);
 		if (st->conn)
-			st->conn->refs--;
+			nrma_conn_release(st->conn);
 		nrma_recv_buf_release(ep, st->buf);
 	}
 	for (size_t i = 0; i < nrma_token_count(&x->ops); i++) {

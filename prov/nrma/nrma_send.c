@@ -311,7 +311,7 @@ void nrma_send_connecting(struct nrma_ep *ep)
 			continue;
 		}
 		op->conn = conn;
-		conn->refs++;
+		nrma_conn_hold(conn);
 		nrma_credit_queue_send(ep, op, false);
 		send_resume(ep, conn);
 	}
