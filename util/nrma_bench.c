@@ -473,7 +473,7 @@ static void usage(const char *prog, bool asked)
 {
 	fprintf(asked ? stdout : stderr,
 		"usage: %s [-q] [-I] [-n ops] [-l iters] [-s max_size] [-w window]\n"
-		"       [-b bytes] [-t secs] [-a addr] [-V variant,...]\n"
+		"       [-b bytes] [-t secs] [-a addr] [-T threading] [-V variant,...]\n"
 		"       [-r rounds] [-P peers] [--csv file] [--plot prefix] [-h]\n",
 		prog);
 	exit(asked ? 0 : 2);
@@ -490,7 +490,7 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "qhIn:l:s:w:b:t:a:V:r:P:",
+	while ((opt = getopt_long(argc, argv, "qhIn:l:s:w:b:t:a:T:V:r:P:",
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'q': /* a smoke run: it must finish, not measure well */
@@ -524,6 +524,11 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'a':
 			setenv("NRMA_BENCH_ADDR", optarg, 1);
+			break;
+		case 'T':
+			if (bench_lf_threading(optarg) < 0)
+				usage(argv[0], false);
+			setenv("NRMA_BENCH_THREADING", optarg, 1);
 			break;
 		case 'V':
 			o->only = optarg;

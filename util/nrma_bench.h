@@ -108,6 +108,12 @@ static inline uint8_t bench_seq_byte(uint64_t seq)
 /* The IPv4 address of a RoCE device's GID (or of opt_addr) for rdmacm. */
 int bench_verbs_addr(const char *opt_addr, char *out, size_t len);
 
+/*
+ * The fi_threading that -T names (safe, domain, completion, endpoint), as
+ * an int; -1 for a name that is none of them.
+ */
+int bench_lf_threading(const char *name);
+
 /* Memory per connected peer and connection set-up time, as a table. */
 int bench_peers(FILE *table, size_t max_peers);
 

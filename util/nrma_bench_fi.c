@@ -54,6 +54,30 @@ static bool op_counts(enum bench_op op)
 	return op == BENCH_OP_WRITE_CNTR || op == BENCH_OP_READ_CNTR;
 }
 
+int bench_lf_threading(const char *name)
+{
+	static const char *const names[] = {
+		[FI_THREAD_SAFE] = "safe",
+		[FI_THREAD_DOMAIN] = "domain",
+		[FI_THREAD_COMPLETION] = "completion",
+		[FI_THREAD_ENDPOINT] = "endpoint",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i] && !strcmp(name, names[i]))
+			return (int) i;
+	return -1;
+}
+
+/* What -T asked for (parse checked it), else the provider's default. */
+static enum fi_threading lf_threading(void)
+{
+	const char *want = getenv("NRMA_BENCH_THREADING");
+
+	return want ? (enum fi_threading) bench_lf_threading(want) :
+		      FI_THREAD_UNSPEC;
+}
+
 static int lf_getinfo_for(struct bench_xport *x, const struct bench_variant *v)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -67,6 +91,7 @@ static int lf_getinfo_for(struct bench_xport *x, const struct bench_variant *v)
 		      (v->op == BENCH_OP_TSEND ? FI_TAGGED : 0);
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->domain_attr->threading = lf_threading();
 	hints->fabric_attr->prov_name = strdup(v->prov);
 	rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &x->n.info);
 	fi_freeinfo(hints);
