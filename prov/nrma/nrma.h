@@ -637,28 +637,16 @@ int nrma_ep_opt_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
 /* Progress (nrma_progress.c): with manual progress, the caller's. */
 void nrma_progress_ep(struct nrma_ep *ep);
 /*
- * Whether a transmit call tries again what returned *ret (nrma_ep.c).
- * Any -FI_EAGAIN progresses the endpoint first, as a CQ read would, so
- * that an application that retries without reading its CQ still moves.
- * A post that met a peer's key still being read (-FI_EINPROGRESS,
- * nrma_rkey.c) goes again once progress had the answer, for
- * NRMA_KEY_WAIT_MS at most (from *since, zero at first), then says
- * -FI_EAGAIN: applications that see no -FI_EAGAIN from a connected peer
- * keep not seeing it.
+ * What call, a transmit on ep, returns.  A -FI_EAGAIN progresses the
+ * endpoint first, as a CQ read would, so that an application that
+ * retries without reading its CQ still moves.
  */
-#define NRMA_KEY_WAIT_MS 100
-bool nrma_ep_post_wait(struct nrma_ep *ep, ssize_t *ret,
-		       struct timespec *since);
-
-/* What call, a transmit on ep, returns, tried again as that says. */
-#define NRMA_EP_POST(ep, call)                                               \
-	({                                                                   \
-		struct timespec since_ = { 0 };                              \
-		ssize_t ret_;                                                \
-		do                                                           \
-			ret_ = (call);                                       \
-		while (ret_ < 0 && nrma_ep_post_wait((ep), &ret_, &since_)); \
-		ret_;                                                        \
+#define NRMA_EP_POST(ep, call)                \
+	({                                    \
+		ssize_t ret_ = (call);        \
+		if (ret_ == -FI_EAGAIN)       \
+			nrma_progress_ep(ep); \
+		ret_;                         \
 	})
 int nrma_progress_arm(struct nrma_ep *ep);
 /* Before close: ACKs owed to peers get out, for a bounded time. */
@@ -774,8 +762,9 @@ int nrma_atomic_valid(enum fi_datatype datatype, enum fi_op op,
 ssize_t nrma_atomic(struct nrma_ep *ep, const struct nrma_atomic_args *args);
 
 /*
- * An RMA operation (nrma_rma.c): -FI_EAGAIN when there is no room,
- * -FI_EINPROGRESS while its peer's key is read (see NRMA_EP_POST).
+ * An RMA operation (nrma_rma.c): -FI_EAGAIN when there is no room.  One
+ * whose peer's key is still to be read is held until it is (nrma_tx_hold),
+ * and its call returns at once.
  */
 ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *args);
 /* nrma_rma of a write of one segment, cheaper when it is small. */

@@ -71,6 +71,29 @@ static struct nrma_wr atomic_wr(const struct nrma_atomic_args *a,
 }
 
 static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
+			   const void *args, size_t len);
+
+/* Holds an atomic on its connection for a key (nrma_tx_hold): its
+ * operands are values already, its notification is copied. */
+static ssize_t atomic_hold(struct nrma_ep *ep, struct nrma_conn *conn,
+			   const struct nrma_atomic_args *a, size_t len)
+{
+	struct nrma_tx_held *h = nrma_tx_held_new(a, sizeof(*a), a->notify, 0);
+	struct nrma_atomic_args *kept;
+
+	if (!h)
+		return -FI_EAGAIN;
+	kept = (void *) h->args;
+	kept->notify = a->notify ? &h->notify : NULL;
+	h->post = atomic_post;
+	h->len = len;
+	h->context = a->context;
+	h->comp_flags = FI_ATOMIC |
+			(a->kind == NRMA_ATOMIC_BASE ? FI_WRITE : FI_READ);
+	return nrma_tx_hold(ep, conn, h);
+}
+
+static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			   const void *args, size_t len)
 {
 	const struct nrma_atomic_args *a = args;
@@ -90,6 +113,8 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			       NRMA_KEY_REMOTE_WRITE, &remote);
 	if (!ret && a->notify)
 		ret = nrma_rkey_notify_target(ep, conn, a->notify, &set);
+	if (nrma_tx_held_must_wait(conn, a, ret))
+		return atomic_hold(ep, conn, a, len);
 	if (ret == -FI_EACCES)
 		return nrma_tx_refuse(ep, a->context, flags);
 	if (ret)
@@ -136,7 +161,8 @@ static ssize_t atomic_fire(struct nrma_ep *ep, void *args,
 	return nrma_tx_submit(ep, a->dest, atomic_post, a, len, false);
 }
 
-static ssize_t atomic_hold(struct nrma_ep *ep, const struct nrma_atomic_args *a)
+static ssize_t atomic_trigger(struct nrma_ep *ep,
+			      const struct nrma_atomic_args *a)
 {
 	struct nrma_trigger_io io = { .len = NRMA_ATOMIC_SIZE };
 	uint64_t dir = a->kind == NRMA_ATOMIC_BASE ? FI_WRITE : FI_READ;
@@ -152,7 +178,7 @@ static ssize_t atomic_hold(struct nrma_ep *ep, const struct nrma_atomic_args *a)
 ssize_t nrma_atomic(struct nrma_ep *ep, const struct nrma_atomic_args *a)
 {
 	if (a->flags & FI_TRIGGER)
-		return atomic_hold(ep, a);
+		return atomic_trigger(ep, a);
 	return nrma_tx_submit(ep, a->dest, atomic_post, a, NRMA_ATOMIC_SIZE,
 			      false);
 }

@@ -371,21 +371,6 @@ static void ep_unbind_all(struct nrma_ep *ep)
 		atomic_fetch_sub(&ep->eq->ref, 1);
 }
 
-bool nrma_ep_post_wait(struct nrma_ep *ep, ssize_t *ret, struct timespec *since)
-{
-	if (*ret != -FI_EAGAIN && *ret != -FI_EINPROGRESS)
-		return false;
-	nrma_progress_ep(ep);
-	if (*ret == -FI_EAGAIN)
-		return false;
-	if (!since->tv_sec && !since->tv_nsec)
-		clock_gettime(CLOCK_MONOTONIC, since);
-	if (nrma_wait_timeout_left(since, NRMA_KEY_WAIT_MS))
-		return true;
-	*ret = -FI_EAGAIN;
-	return false;
-}
-
 static void ep_resources_close(struct nrma_ep *ep)
 {
 	nrma_cm_close(ep->cm);

@@ -164,6 +164,7 @@ static void progress_retry(struct nrma_ep *ep)
 		nrma_recv_acks_retry(ep);
 		nrma_batch_retry(ep);
 		nrma_send_connecting(ep);
+		nrma_tx_held_retry(ep);
 		nrma_credit_refill(ep);
 		nrma_send_resume_blocked(ep);
 		nrma_credit_tell_owed(ep);
@@ -357,6 +358,7 @@ static void progress_conn_failed(void *arg, struct nrma_conn *conn)
 {
 	if (!conn->xfer)
 		return; /* it never opened: nothing of ours uses it */
+	nrma_tx_held_fail(arg, conn, FI_ECONNRESET);
 	nrma_send_conn_failed(arg, conn);
 	nrma_rma_conn_failed(arg, conn);
 }
@@ -385,6 +387,7 @@ void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)
 		return; /* it never opened */
 	nrma_credit_conn_close(arg, conn);
 	nrma_rkey_conn_close(conn);
+	nrma_tx_held_drop(conn);
 	nrma_xfer_conn_close(conn);
 }
 

@@ -3,11 +3,12 @@
  * Peers' MR keys.  A key names a slot of the peer domain's key table
  * (nrma_keytab.c) and carries the secret the slot is sealed with; the
  * first operation with a key on a connection reads that slot with RDMA
- * read and returns -FI_EINPROGRESS: it waits for nothing here, its
- * transmit call tries it again once progress unsealed the slot (or says
- * -FI_EAGAIN after a while, as the first operation to a peer does while
- * it connects).  What the slot says serves the retry and every later
- * operation on the connection, until the peer says its table changed.
+ * read and returns -FI_EINPROGRESS: nothing waits for the answer here.
+ * The operation is held on its connection (nrma_tx_hold), and what
+ * follows it there behind it, and its call returns; progress posts them
+ * once it unsealed the slot.  What the slot says serves them and every
+ * later operation on the connection, until the peer says its table
+ * changed.
  * It says so when a slot is removed or changed
  * (fi_close of a registration, a grown notification set), with a
  * fetch-and-add to the third word of the connection's credit cell, and

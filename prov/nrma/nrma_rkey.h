@@ -15,7 +15,8 @@ struct nrma_remote {
 /*
  * Where len bytes at addr under the peer's key go, needing access
  * (NRMA_KEY_REMOTE_*): 0; -FI_EINPROGRESS while the key is looked up
- * (nrma_ep_post_wait), -FI_EAGAIN when it cannot be now;
+ * (the operation waits for it, held: nrma_tx_hold), -FI_EAGAIN when it
+ * cannot be now;
  * -FI_EACCES when the peer has no such key, or its region does not
  * cover the bytes or allow the access.
  */

@@ -132,6 +132,46 @@ static int rma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
 }
 
 static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
+			const void *args, size_t len);
+
+/*
+ * Holds an operation on its connection for a key (nrma_tx_hold), with
+ * copies of what the caller may reuse once the call returns: the
+ * vectors, the notification, and an injected payload.
+ */
+static ssize_t rma_hold(struct nrma_ep *ep, struct nrma_conn *conn,
+			const struct nrma_rma_args *a, size_t len)
+{
+	bool inject = a->silent || (a->flags & FI_INJECT);
+	struct nrma_tx_held *h =
+		nrma_tx_held_new(a, sizeof(*a), a->notify, inject ? len : 0);
+	struct nrma_rma_args *kept;
+
+	if (!h)
+		return -FI_EAGAIN;
+	kept = (void *) h->args;
+	if (inject) {
+		h->iov[0].iov_base = nrma_tx_held_data(h, sizeof(*a));
+		h->iov[0].iov_len = len;
+		nrma_iov_gather(h->iov[0].iov_base, a->iov, a->count, 0, len);
+		kept->count = 1;
+		kept->desc = NULL;
+	} else {
+		memcpy(h->iov, a->iov, a->count * sizeof(*a->iov));
+		for (size_t i = 0; a->desc && i < a->count; i++)
+			h->desc[i] = a->desc[i];
+		kept->desc = a->desc ? h->desc : NULL;
+	}
+	kept->iov = h->iov;
+	kept->notify = a->notify ? &h->notify : NULL;
+	h->post = rma_post;
+	h->len = len;
+	h->context = a->context;
+	h->comp_flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE));
+	return nrma_tx_hold(ep, conn, h);
+}
+
+static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			const void *args, size_t len)
 {
 	const struct nrma_rma_args *a = args;
@@ -155,6 +195,8 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			     &remote);
 	if (!n && a->notify)
 		n = nrma_rkey_notify_target(ep, conn, a->notify, &set);
+	if (nrma_tx_held_must_wait(conn, a, n))
+		return rma_hold(ep, conn, a, len);
 	if (n == -FI_EACCES)
 		return nrma_tx_refuse(ep, a->context, flags);
 	if (n)
@@ -206,8 +248,8 @@ static ssize_t rma_fire(struct nrma_ep *ep, void *args, const struct iovec *iov,
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len, false);
 }
 
-static ssize_t rma_hold(struct nrma_ep *ep, const struct nrma_rma_args *a,
-			size_t len)
+static ssize_t rma_trigger(struct nrma_ep *ep, const struct nrma_rma_args *a,
+			   size_t len)
 {
 	struct nrma_trigger_io io = { a->iov, a->desc, a->count, len };
 
@@ -233,7 +275,7 @@ ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
 		return -FI_EINVAL;
 	if (a->flags & FI_TRIGGER)
-		return rma_hold(ep, a, (size_t) len);
+		return rma_trigger(ep, a, (size_t) len);
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len, false);
 }
 

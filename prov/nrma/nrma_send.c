@@ -103,10 +103,13 @@ static int send_go(struct nrma_xfer *x, struct nrma_op *op)
 	return ret;
 }
 
-/* In order behind those already waiting for credits. */
+/*
+ * In order behind those already waiting for credits, and behind the
+ * writes held for a key (FI_ORDER_SAW).
+ */
 static int send_start(struct nrma_ep *ep, struct nrma_op *op)
 {
-	if (nrma_credit_send_waits(op->conn) ||
+	if (nrma_tx_held_waits(op->conn) || nrma_credit_send_waits(op->conn) ||
 	    !nrma_credit_take(op->conn, NRMA_CREDIT_MSG)) {
 		nrma_credit_queue_send(ep, op, false);
 		return 0;
@@ -259,8 +262,8 @@ static void send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_op *op;
 
-	while ((op = nrma_credit_queued(conn)) && conn->sq_free &&
-	       nrma_credit_take(conn, NRMA_CREDIT_MSG)) {
+	while (!nrma_tx_held_waits(conn) && (op = nrma_credit_queued(conn)) &&
+	       conn->sq_free && nrma_credit_take(conn, NRMA_CREDIT_MSG)) {
 		int ret;
 
 		/* Off the queue first: a post that fails the connection

@@ -143,8 +143,7 @@ static void trigger_report(struct nrma_ep *ep, const struct nrma_trigger *t,
 
 /*
  * Called without the endpoint's lock: a submission takes it.  One that
- * finds no room (-FI_EAGAIN) or a key being read (-FI_EINPROGRESS) goes
- * back first in line for the next call, unless the endpoint broke
+ * finds no room (-FI_EAGAIN) goes back first in line for the next call, unless the endpoint broke
  * meanwhile (nrma_trigger_cancel_all ran).
  */
 void nrma_trigger_fire_ready(struct nrma_ep *ep)
@@ -160,7 +159,7 @@ void nrma_trigger_fire_ready(struct nrma_ep *ep)
 		if (!t)
 			return;
 		ret = t->fire(ep, t->args, t->iov, t->desc, t->len);
-		waits = ret == -FI_EAGAIN || ret == -FI_EINPROGRESS;
+		waits = ret == -FI_EAGAIN;
 		pthread_mutex_lock(ep->lock);
 		if (waits && ep->enabled) {
 			nrma_dlist_insert_head(&t->link, &ep->xfer->triggered);

@@ -3,6 +3,9 @@
  * An application's transmits: their checks, budget and reports, the
  * connection each goes over, and their submission once it is up.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "nrma_comp.h"
 #include "nrma_iov.h"
 #include "nrma_xfer.h"
@@ -182,4 +185,161 @@ ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 		ret = post(ep, conn, args, len);
 	pthread_mutex_unlock(ep->lock);
 	return ret;
+}
+
+/* Transmits held for a key (see nrma_xfer.h) */
+
+/* Arguments' bytes, rounded up so that the data after them is aligned. */
+static size_t tx_held_args_room(size_t args_size)
+{
+	return (args_size + sizeof(max_align_t) - 1) / sizeof(max_align_t) *
+	       sizeof(max_align_t);
+}
+
+struct nrma_tx_held *nrma_tx_held_new(const void *args, size_t args_size,
+				      const struct fi_nrma_notify *notify,
+				      size_t data)
+{
+	struct nrma_tx_held *h =
+		malloc(sizeof(*h) + tx_held_args_room(args_size) + data);
+
+	if (!h)
+		return NULL;
+	memcpy(h->args, args, args_size);
+	if (notify)
+		h->notify = *notify;
+	return h;
+}
+
+void *nrma_tx_held_data(struct nrma_tx_held *h, size_t args_size)
+{
+	return (char *) h->args + tx_held_args_room(args_size);
+}
+
+/*
+ * conn is on the endpoint's list, and holds a reference for it, while it
+ * holds transmits or posts one of them again.
+ */
+static void tx_held_settle(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_xfer_conn *xc = conn->xfer;
+	bool listed = !nrma_dlist_empty(&xc->held_link);
+	bool busy = !nrma_dlist_empty(&xc->held) || xc->held_posting;
+
+	if (busy && !listed) {
+		nrma_conn_hold(conn);
+		nrma_dlist_insert_tail(&xc->held_link, &ep->xfer->held_conns);
+	} else if (!busy && listed) {
+		nrma_dlist_remove(&xc->held_link);
+		nrma_conn_release(conn);
+	}
+}
+
+ssize_t nrma_tx_hold(struct nrma_ep *ep, struct nrma_conn *conn,
+		     struct nrma_tx_held *h)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	if (x->tx->sends == x->tx->max) {
+		free(h);
+		return -FI_EAGAIN;
+	}
+	nrma_dlist_insert_tail(&h->link, &conn->xfer->held);
+	tx_held_settle(ep, conn);
+	nrma_tx_started(x);
+	return 0;
+}
+
+bool nrma_tx_held_waits(const struct nrma_conn *conn)
+{
+	return !nrma_dlist_empty(&conn->xfer->held);
+}
+
+bool nrma_tx_held_must_wait(const struct nrma_conn *conn, const void *args,
+			    int key_ret)
+{
+	if (conn->xfer->held_posting == args)
+		return false;
+	return key_ret == -FI_EINPROGRESS || nrma_tx_held_waits(conn);
+}
+
+/* conn's first held transmit, unlinked; its budget is free again. */
+static struct nrma_tx_held *tx_held_pop(struct nrma_ep *ep,
+					struct nrma_conn *conn)
+{
+	struct nrma_tx_held *h =
+		nrma_container_of(nrma_dlist_pop_front(&conn->xfer->held),
+				  struct nrma_tx_held, link);
+
+	nrma_tx_ended(ep->xfer);
+	return h;
+}
+
+static void tx_held_end(struct nrma_ep *ep, struct nrma_tx_held *h, int err)
+{
+	if (err)
+		tx_report_entry(ep, h->context, h->comp_flags, err, 0);
+	free(h);
+}
+
+/*
+ * Posts h again, off its list (a post that fails the connection fails
+ * what else is held there): whether it must still wait, first in line.
+ */
+static bool tx_held_post_one(struct nrma_ep *ep, struct nrma_conn *conn,
+			     struct nrma_tx_held *h)
+{
+	ssize_t ret;
+
+	conn->xfer->held_posting = h->args;
+	ret = h->post(ep, conn, h->args, h->len);
+	conn->xfer->held_posting = NULL;
+	if (ret != -FI_EINPROGRESS && ret != -FI_EAGAIN) {
+		tx_held_end(ep, h, (int) -ret);
+		return false;
+	}
+	if (conn->state != NRMA_CONN_CONNECTED) {
+		tx_held_end(ep, h, FI_ECONNRESET);
+		return false;
+	}
+	nrma_dlist_insert_head(&h->link, &conn->xfer->held);
+	nrma_tx_started(ep->xfer);
+	return true;
+}
+
+/* conn's held transmits, in order, until one must still wait. */
+static void tx_held_post(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	while (nrma_tx_held_waits(conn) && conn->state == NRMA_CONN_CONNECTED &&
+	       !tx_held_post_one(ep, conn, tx_held_pop(ep, conn)))
+		;
+	tx_held_settle(ep, conn);
+}
+
+void nrma_tx_held_retry(struct nrma_ep *ep)
+{
+	struct nrma_dlist *head = &ep->xfer->held_conns, *item = head->next;
+
+	while (item != head) {
+		struct nrma_conn *conn = nrma_xfer_conn_of(item, held_link);
+
+		item = item->next;
+		tx_held_post(ep, conn);
+	}
+}
+
+void nrma_tx_held_fail(struct nrma_ep *ep, struct nrma_conn *conn, int err)
+{
+	while (nrma_tx_held_waits(conn))
+		tx_held_end(ep, tx_held_pop(ep, conn), err);
+	tx_held_settle(ep, conn);
+}
+
+void nrma_tx_held_drop(struct nrma_conn *conn)
+{
+	struct nrma_dlist *item;
+
+	nrma_dlist_remove(&conn->xfer->held_link);
+	while ((item = nrma_dlist_pop_front(&conn->xfer->held)))
+		free(nrma_container_of(item, struct nrma_tx_held, link));
 }

@@ -178,6 +178,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->batch_deferred);
 	nrma_dlist_init(&x->connecting);
 	nrma_dlist_init(&x->triggered);
+	nrma_dlist_init(&x->held_conns);
 	ep->xfer = x;
 	ret = xfer_pools_init(ep, x);
 	if (ret) {
@@ -229,6 +230,8 @@ int nrma_xfer_conn_open(struct nrma_conn *conn)
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)
 		nrma_dlist_init(&xc->credit_want[c]);
 	nrma_dlist_init(&xc->send_queue);
+	nrma_dlist_init(&xc->held);
+	nrma_dlist_init(&xc->held_link);
 	nrma_dlist_init(&xc->batch.ops);
 	nrma_hash_init(&xc->rkeys);
 	conn->xfer = xc;

@@ -107,6 +107,10 @@ struct nrma_xfer_conn {
 	/* The entries used last, by slot index: no lookup for a key or two. */
 	struct nrma_rkey *rkey_hot[NRMA_RKEY_HOT];
 	struct nrma_notify_batch batch;
+	/* Transmits held for a key being read, in order (nrma_tx.c). */
+	struct nrma_dlist held;	     /* struct nrma_tx_held */
+	struct nrma_dlist held_link; /* on the endpoint's list of those */
+	const void *held_posting;    /* the args of one posted again */
 };
 
 /*
@@ -300,6 +304,7 @@ struct nrma_xfer {
 	struct nrma_dlist batch_deferred; /* conns whose batch waits for room */
 	struct nrma_dlist connecting;	  /* sends waiting for a connection */
 	struct nrma_dlist triggered;	  /* held for their counters */
+	struct nrma_dlist held_conns;	  /* with transmits held for a key */
 };
 
 /*
@@ -317,6 +322,7 @@ static inline bool nrma_xfer_waiting(const struct nrma_xfer *x)
 	       !nrma_dlist_empty(&x->pending_acks) ||
 	       !nrma_dlist_empty(&x->batch_deferred) ||
 	       !nrma_dlist_empty(&x->connecting) ||
+	       !nrma_dlist_empty(&x->held_conns) ||
 	       !nrma_dlist_empty(&x->blocked_conns) ||
 	       !nrma_dlist_empty(&x->credit_owed);
 }
@@ -411,6 +417,56 @@ typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
 				   const void *args, size_t len);
 ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 		       const void *args, size_t len, bool may_wait);
+
+/*
+ * A transmit held on its connection (nrma_tx_hold): its peer's key is
+ * being read, or an earlier transmit's is.  It goes in posting order, so
+ * that what follows it to that peer (a write, a read, a send) never
+ * overtakes it, and its call returned at once.  Its kind copied into the
+ * record what it needs of the caller's memory: vectors, a notification,
+ * an injected payload (after the arguments, nrma_tx_held_data).
+ */
+struct nrma_tx_held {
+	struct nrma_dlist link; /* conn->xfer->held */
+	nrma_tx_post_fn post;	/* posts it again, from args */
+	size_t len;
+	void *context;
+	uint64_t comp_flags; /* of its error entry, if it cannot go */
+	struct iovec iov[NRMA_IOV_LIMIT];
+	void *desc[NRMA_IOV_LIMIT];
+	struct fi_nrma_notify notify;
+	max_align_t args[]; /* the kind's arguments, then injected bytes */
+};
+
+/*
+ * A record with a copy of args (args_size bytes) and of notify (NULL:
+ * none), and room for data bytes; NULL when out of memory.
+ */
+struct nrma_tx_held *nrma_tx_held_new(const void *args, size_t args_size,
+				      const struct fi_nrma_notify *notify,
+				      size_t data);
+void *nrma_tx_held_data(struct nrma_tx_held *h, size_t args_size);
+/*
+ * Queues h on conn (-FI_EAGAIN, h freed, when the transmit budget is
+ * spent): it counts as a transmit in flight until it is posted.
+ */
+ssize_t nrma_tx_hold(struct nrma_ep *ep, struct nrma_conn *conn,
+		     struct nrma_tx_held *h);
+/* Whether conn holds transmits (a send waits behind them). */
+bool nrma_tx_held_waits(const struct nrma_conn *conn);
+/*
+ * Whether a transmit with args must be held on conn: its key is being
+ * read (key_ret -FI_EINPROGRESS), or others are held.  One being posted
+ * again from there never is: it says -FI_EINPROGRESS, and stays first.
+ */
+bool nrma_tx_held_must_wait(const struct nrma_conn *conn, const void *args,
+			    int key_ret);
+/* Posts held transmits, in order, while they can go. */
+void nrma_tx_held_retry(struct nrma_ep *ep);
+/* Those of a connection that failed end in error entries (err positive). */
+void nrma_tx_held_fail(struct nrma_ep *ep, struct nrma_conn *conn, int err);
+/* Frees those of a connection that closes with its endpoint, unreported. */
+void nrma_tx_held_drop(struct nrma_conn *conn);
 /* The connection to dest once it is up (-FI_EAGAIN until), or why not. */
 int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
 		       struct nrma_conn **conn);
