@@ -50,24 +50,21 @@ int nrma_atomic_valid(enum fi_datatype datatype, enum fi_op op,
 }
 
 /* The atomic work request; verbs compares with add and swaps in swap. */
-static struct nrma_wr atomic_wr(const struct nrma_atomic_args *a,
-				const struct nrma_remote *remote,
-				const struct nrma_sge *result)
+static void atomic_wr(struct nrma_wr_chain *chain,
+		      const struct nrma_atomic_args *a,
+		      const struct nrma_remote *remote,
+		      const struct nrma_sge *result)
 {
 	bool cswap = a->op == FI_CSWAP;
 
-	return (struct nrma_wr){
-		.op = cswap ? NRMA_WR_CMP_SWAP : NRMA_WR_FETCH_ADD,
-		.sge = result,
-		.sge_count = 1,
-		.raddr = remote->addr,
-		.rkey = remote->rkey,
-		.add = cswap		       ? a->compare :
+	nrma_wr_chain_init(chain);
+	nrma_wr_atomic(chain, cswap ? NRMA_WR_CMP_SWAP : NRMA_WR_FETCH_ADD,
+		       result, remote->addr, remote->rkey,
+		       cswap		       ? a->compare :
 		       a->op == FI_ATOMIC_READ ? 0 :
 						 a->operand,
-		.swap = a->operand,
-		.fence = a->flags & FI_FENCE,
-	};
+		       a->operand,
+		       a->flags & FI_FENCE ? NRMA_WR_FLAG_FENCE : 0);
 }
 
 static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
@@ -100,10 +97,9 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	bool fetch = a->kind != NRMA_ATOMIC_BASE;
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge scratch = nrma_scratch_sge(x), result;
-	struct nrma_wr wr[4];
+	struct nrma_wr_chain chain;
 	struct nrma_remote remote, set;
 	struct nrma_op *op;
-	size_t n;
 	uint64_t flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE) |
 			 nrma_tx_comp_flags(ep, a->flags, a->silent);
 	int ret;
@@ -134,13 +130,13 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->iov_count = 1;
 		result = nrma_tx_buf_sge(x, op, len);
 	}
-	wr[0] = atomic_wr(a, &remote, fetch ? &result : &scratch);
-	n = 1 + nrma_rkey_notify_wrs(conn, remote.cell_rkey, fetch, false,
-				     &scratch, wr + 1);
+	atomic_wr(&chain, a, &remote, fetch ? &result : &scratch);
+	nrma_rkey_notify_wrs(&chain, conn, remote.cell_rkey, fetch, false, 1,
+			     &scratch);
 	if (a->notify)
-		wr[n++] = nrma_rkey_notify_set_wr(a->notify, &set, &scratch,
-						  false);
-	ret = nrma_op_post(x, op, wr, n);
+		nrma_rkey_notify_set_wr(&chain, nrma_notify_set_add(a->notify),
+					&set, &scratch, false);
+	ret = nrma_op_post(x, op, &chain);
 	if (ret) {
 		nrma_op_free(x, op);
 		return ret;

@@ -28,24 +28,21 @@ static bool batch_same_target(const struct nrma_batch_target *a,
 }
 
 /* One atomic a word: each adds what the batch's writes would have. */
-static size_t batch_wrs(const struct nrma_conn *conn,
-			const struct nrma_sge *scratch, struct nrma_wr *wr)
+static void batch_wrs(struct nrma_wr_chain *chain, const struct nrma_conn *conn,
+		      const struct nrma_sge *scratch)
 {
 	const struct nrma_notify_batch *b = &conn->xfer->batch;
-	size_t n = nrma_rkey_notify_wrs(conn, b->target.cell_rkey, false, false,
-					scratch, wr);
 
-	for (size_t i = 0; i < n; i++)
-		wr[i].add = b->count;
+	nrma_wr_chain_init(chain);
+	nrma_rkey_notify_wrs(chain, conn, b->target.cell_rkey, false, false,
+			     b->count, scratch);
 	if (b->target.has_set) {
-		struct fi_nrma_notify sum = { .op = FI_NRMA_NOTIFY_ADD,
-					      .value = b->set_add };
 		struct nrma_remote set = { .addr = b->target.set_addr,
 					   .rkey = b->target.set_rkey };
 
-		wr[n++] = nrma_rkey_notify_set_wr(&sum, &set, scratch, false);
+		nrma_rkey_notify_set_wr(chain, b->set_add, &set, scratch,
+					false);
 	}
-	return n;
 }
 
 static void batch_defer(struct nrma_xfer *x, struct nrma_conn *conn)
@@ -93,15 +90,17 @@ static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge scratch = nrma_scratch_sge(x);
-	struct nrma_wr wr[3];
+	struct nrma_wr_chain chain;
 	struct nrma_op *op;
 	int ret = -FI_EAGAIN;
 
 	if (!conn->xfer->batch.count)
 		return 0;
 	op = nrma_op_alloc(x, NRMA_OP_NOTIFY, conn);
-	if (op)
-		ret = nrma_op_post(x, op, wr, batch_wrs(conn, &scratch, wr));
+	if (op) {
+		batch_wrs(&chain, conn, &scratch);
+		ret = nrma_op_post(x, op, &chain);
+	}
 	if (ret == -FI_EAGAIN) {
 		batch_defer(x, conn);
 	} else if (!ret) {

@@ -202,7 +202,7 @@ static int nrma_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	atomic_fetch_add(&cntr->value, value);
-	nrma_wait_signal(&cntr->wait);
+	nrma_wait_raise(&cntr->wait);
 	return 0;
 }
 
@@ -214,7 +214,7 @@ static int nrma_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 	pthread_mutex_lock(&cntr->lock);
 	atomic_store(&cntr->value, value - nrma_comp_cntr_words(cntr));
 	pthread_mutex_unlock(&cntr->lock);
-	nrma_wait_signal(&cntr->wait);
+	nrma_wait_raise(&cntr->wait);
 	return 0;
 }
 
@@ -223,7 +223,7 @@ static int nrma_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	atomic_fetch_add(&cntr->err, value);
-	nrma_wait_signal(&cntr->wait);
+	nrma_wait_raise(&cntr->wait);
 	return 0;
 }
 
@@ -232,7 +232,7 @@ static int nrma_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 	struct nrma_cntr *cntr = nrma_cntr_of(cntr_fid);
 
 	atomic_store(&cntr->err, value);
-	nrma_wait_signal(&cntr->wait);
+	nrma_wait_raise(&cntr->wait);
 	return 0;
 }
 
@@ -270,8 +270,8 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			return -FI_ETIMEDOUT;
 		if (nrma_wait_elapsed_us(&start) < nrma_params.wait_spin_us)
 			continue;
-		/* Recheck after draining: a signal may have been eaten. */
-		nrma_wait_drain(&cntr->wait);
+		/* Recheck after lowering: a raise may have been eaten. */
+		nrma_wait_lower(&cntr->wait);
 		if (nrma_comp_cntr_value(cntr) >= threshold)
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
@@ -297,9 +297,9 @@ int nrma_cntr_trywait(struct nrma_cntr *cntr)
 	if (cntr_remote(cntr) || nrma_ep_set_polled(&cntr->eps))
 		return -FI_EAGAIN;
 	ret = nrma_ep_set_arm(&cntr->eps);
-	/* Every local change signals the fd: one drained now wakes on the next. */
+	/* Every local change raises the fd: lowered now, it wakes on the next. */
 	if (!ret)
-		nrma_wait_drain(&cntr->wait);
+		nrma_wait_lower(&cntr->wait);
 	return ret;
 }
 

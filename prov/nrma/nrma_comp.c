@@ -126,7 +126,7 @@ static void comp_cntr_bump(struct nrma_cntr *cntr, bool error)
 	if (!cntr)
 		return;
 	atomic_fetch_add(error ? &cntr->err : &cntr->value, 1);
-	nrma_wait_signal(&cntr->wait);
+	nrma_wait_raise(&cntr->wait);
 }
 
 /* An error always makes an entry; a success only with FI_COMPLETION. */

@@ -196,9 +196,10 @@ bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class)
  * credits stamped on a message that does not go would be lost.
  */
 int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
-		     struct nrma_hdr *hdr, struct nrma_wr *wr)
+		     struct nrma_hdr *hdr, const struct nrma_sge *sge)
 {
 	struct nrma_conn *conn = op->conn;
+	struct nrma_wr_chain chain;
 
 	if (conn->state != NRMA_CONN_CONNECTED)
 		return -FI_ECONNRESET;
@@ -210,8 +211,12 @@ int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
 		&conn->xfer->rx_credit[NRMA_CREDIT_CTL], UINT16_MAX);
 	/* The device copies a small message as it is posted: it reads no
 	 * registered memory later, and the sender's CPU has it in cache. */
-	wr->inline_data = wr->sge[0].len <= nrma_verbs_qp_max_inline(conn->qp);
-	return nrma_op_post(x, op, wr, 1);
+	nrma_wr_chain_init(&chain);
+	nrma_wr_rdma(&chain, NRMA_WR_SEND, sge, 1, 0, 0, 0,
+		     sge->len <= nrma_verbs_qp_max_inline(conn->qp) ?
+			     NRMA_WR_FLAG_INLINE :
+			     0);
+	return nrma_op_post(x, op, &chain);
 }
 
 /* Gives back a credit taken for a message that did not go. */
@@ -249,15 +254,12 @@ bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
 }
 
 /* A fetch-and-add of add to the word at addr of conn's peer's credit cell. */
-static struct nrma_wr credit_wr(struct nrma_sge *scratch, uint64_t addr,
-				const struct nrma_conn *conn, uint64_t add)
+static void credit_wr(struct nrma_wr_chain *chain,
+		      const struct nrma_sge *scratch, uint64_t addr,
+		      const struct nrma_conn *conn, uint64_t add)
 {
-	return (struct nrma_wr){ .op = NRMA_WR_FETCH_ADD,
-				 .sge = scratch,
-				 .sge_count = 1,
-				 .raddr = addr,
-				 .rkey = conn->grant.credit_rkey,
-				 .add = add };
+	nrma_wr_atomic(chain, NRMA_WR_FETCH_ADD, scratch, addr,
+		       conn->grant.credit_rkey, add, 0, 0);
 }
 
 /* Progress tries again to tell conn's peer of its credits. */
@@ -283,10 +285,9 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 	struct nrma_credit_rx *rx = xc->rx_credit;
 	uint64_t addr[] = { NRMA_CREDIT_MSG_ADDR, NRMA_CREDIT_CTL_ADDR };
 	uint64_t keys = atomic_load(&ep->domain->keys_changed) - xc->keys_told;
-	struct nrma_wr wr[NRMA_CREDIT_CLASSES + 1];
+	struct nrma_wr_chain chain;
 	uint64_t back[NRMA_CREDIT_CLASSES];
 	struct nrma_op *op;
-	size_t n = 0;
 
 	if (conn->state != NRMA_CONN_CONNECTED || xc->credit_returning ||
 	    (!nrma_credit_due(&rx[NRMA_CREDIT_MSG], x->credits_msg) &&
@@ -297,15 +298,15 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 		credit_owe(ep, conn);
 		return;
 	}
+	nrma_wr_chain_init(&chain);
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
 		back[c] = rx[c].granted - rx[c].told;
 		if (back[c])
-			wr[n++] = credit_wr(&scratch, addr[c], conn, back[c]);
+			credit_wr(&chain, &scratch, addr[c], conn, back[c]);
 	}
 	if (keys)
-		wr[n++] =
-			credit_wr(&scratch, NRMA_CREDIT_KEYS_ADDR, conn, keys);
-	if (nrma_op_post(x, op, wr, n)) {
+		credit_wr(&chain, &scratch, NRMA_CREDIT_KEYS_ADDR, conn, keys);
+	if (nrma_op_post(x, op, &chain)) {
 		nrma_op_free(x, op);
 		credit_owe(ep, conn);
 		return;

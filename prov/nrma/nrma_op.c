@@ -68,10 +68,10 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
  * then ends, with its error, once what did go out is flushed.
  */
 int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
-		 const struct nrma_wr *wr, size_t count)
+		 struct nrma_wr_chain *chain)
 {
+	size_t count = chain->count, posted;
 	uint64_t id;
-	size_t posted;
 	int ret;
 
 	if (op->conn->state != NRMA_CONN_CONNECTED)
@@ -80,7 +80,7 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
 		return -FI_EAGAIN;
 	/* One completion covers the whole chain: the last says its length. */
 	id = nrma_token_index(&x->ops, op);
-	ret = nrma_verbs_post(op->conn->qp, wr, count, id,
+	ret = nrma_verbs_post(op->conn->qp, chain, id,
 			      id | (uint64_t) count << NRMA_WR_SLOTS_SHIFT,
 			      &posted);
 	op->conn->sq_free -= posted;

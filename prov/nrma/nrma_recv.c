@@ -128,7 +128,6 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_hdr *hdr;
 	struct nrma_sge sge;
-	struct nrma_wr wr;
 	struct nrma_op *op;
 	int ret;
 
@@ -144,10 +143,7 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 				  .token = token,
 				  .flags = failed ? NRMA_HDR_NACK : 0 };
 	sge = nrma_tx_buf_sge(x, op, sizeof(*hdr));
-	wr = (struct nrma_wr){ .op = NRMA_WR_SEND,
-			       .sge = &sge,
-			       .sge_count = 1 };
-	ret = nrma_credit_post(x, op, hdr, &wr);
+	ret = nrma_credit_post(x, op, hdr, &sge);
 	if (ret) {
 		nrma_credit_untake(conn, NRMA_CREDIT_CTL);
 		nrma_op_free(x, op);
@@ -273,13 +269,7 @@ static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
 	size_t idx[NRMA_IOV_LIMIT];
 	size_t n = nrma_iov_slice(rx->iov, rx->count, op->read.rx_offset, take,
 				  piece, idx, NRMA_IOV_LIMIT);
-	struct nrma_wr wr = {
-		.op = NRMA_WR_READ,
-		.sge = sge,
-		.sge_count = n,
-		.raddr = seg->addr,
-		.rkey = seg->rkey,
-	};
+	struct nrma_wr_chain chain;
 
 	for (size_t j = 0; j < n; j++)
 		sge[j] = (struct nrma_sge){
@@ -287,7 +277,11 @@ static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
 			.len = piece[j].iov_len,
 			.lkey = op->lkey[idx[j]],
 		};
-	return n ? nrma_op_post(ep->xfer, op, &wr, 1) : -FI_EINVAL;
+	if (!n)
+		return -FI_EINVAL;
+	nrma_wr_chain_init(&chain);
+	nrma_wr_rdma(&chain, NRMA_WR_READ, sge, n, seg->addr, seg->rkey, 0, 0);
+	return nrma_op_post(ep->xfer, op, &chain);
 }
 
 /*

@@ -63,23 +63,20 @@ static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_op *op = nrma_op_alloc_buf(x, NRMA_OP_RESOLVE, conn);
+	struct nrma_wr_chain chain;
 	struct nrma_sge sge;
-	struct nrma_wr wr;
 
 	if (!op)
 		return;
 	sge = nrma_tx_buf_sge(x, op, sizeof(struct nrma_key_sealed));
-	wr = (struct nrma_wr){
-		.op = NRMA_WR_READ,
-		.sge = &sge,
-		.sge_count = 1,
-		.raddr = (uint64_t) nrma_key_index(rk->key) *
-			 sizeof(struct nrma_key_sealed),
-		.rkey = conn->grant.keytab_rkey,
-	};
+	nrma_wr_chain_init(&chain);
+	nrma_wr_rdma(&chain, NRMA_WR_READ, &sge, 1,
+		     (uint64_t) nrma_key_index(rk->key) *
+			     sizeof(struct nrma_key_sealed),
+		     conn->grant.keytab_rkey, 0, 0);
 	op->resolving = rk->key;
 	rk->changes = rkey_peer_changes(conn);
-	if (nrma_op_post(x, op, &wr, 1))
+	if (nrma_op_post(x, op, &chain))
 		nrma_op_free(x, op);
 	else
 		rk->state = NRMA_RKEY_READING;
@@ -218,35 +215,26 @@ void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op)
 /* Notification atomics, at the words peers' keys name */
 
 /*
- * Bumps a notification word at the peer.  It follows its data operation
- * on the same queue pair: RC executes a write or an atomic before it,
- * but a read, whose responses may still be leaving the target, only once
- * fenced.
+ * Bumps a notification word at the peer by add.  It follows its data
+ * operation on the same queue pair: RC executes a write or an atomic
+ * before it, but a read, whose responses may still be leaving the target,
+ * only once fenced.
  */
-static struct nrma_wr rkey_notify_wr(uint32_t rkey, uint64_t raddr,
-				     const struct nrma_sge *scratch, bool fence)
+static void rkey_notify_wr(struct nrma_wr_chain *chain, uint32_t rkey,
+			   uint64_t raddr, uint64_t add,
+			   const struct nrma_sge *scratch, bool fence)
 {
-	return (struct nrma_wr){
-		.op = NRMA_WR_FETCH_ADD,
-		.sge = scratch,
-		.sge_count = 1,
-		.raddr = raddr,
-		.rkey = rkey,
-		.add = 1,
-		.fence = fence || nrma_params.notify_fence_always,
-	};
+	nrma_wr_atomic(chain, NRMA_WR_FETCH_ADD, scratch, raddr, rkey, add, 0,
+		       fence || nrma_params.notify_fence_always ?
+			       NRMA_WR_FLAG_FENCE :
+			       0);
 }
 
-struct nrma_wr nrma_rkey_notify_set_wr(const struct fi_nrma_notify *notify,
-				       const struct nrma_remote *set,
-				       const struct nrma_sge *scratch,
-				       bool fence)
+void nrma_rkey_notify_set_wr(struct nrma_wr_chain *chain, uint64_t add,
+			     const struct nrma_remote *set,
+			     const struct nrma_sge *scratch, bool fence)
 {
-	struct nrma_wr wr =
-		rkey_notify_wr(set->rkey, set->addr, scratch, fence);
-
-	wr.add = nrma_notify_set_add(notify);
-	return wr;
+	rkey_notify_wr(chain, set->rkey, set->addr, add, scratch, fence);
 }
 
 /*
@@ -254,17 +242,16 @@ struct nrma_wr nrma_rkey_notify_set_wr(const struct fi_nrma_notify *notify,
  * endpoint's cell, one for its region's (cell_rkey); read picks their
  * word.
  */
-size_t nrma_rkey_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
-			    bool read, bool fence,
-			    const struct nrma_sge *scratch, struct nrma_wr *wr)
+void nrma_rkey_notify_wrs(struct nrma_wr_chain *chain,
+			  const struct nrma_conn *conn, uint32_t cell_rkey,
+			  bool read, bool fence, uint64_t add,
+			  const struct nrma_sge *scratch)
 {
 	uint64_t raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR;
-	size_t n = 0;
 
 	if (conn->grant.notify_rkey)
-		wr[n++] = rkey_notify_wr(conn->grant.notify_rkey, raddr,
-					 scratch, fence);
+		rkey_notify_wr(chain, conn->grant.notify_rkey, raddr, add,
+			       scratch, fence);
 	if (cell_rkey)
-		wr[n++] = rkey_notify_wr(cell_rkey, raddr, scratch, fence);
-	return n;
+		rkey_notify_wr(chain, cell_rkey, raddr, add, scratch, fence);
 }

@@ -31,16 +31,16 @@ void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rkey_conn_close(struct nrma_conn *conn);
 /*
  * The notifications an operation owes conn's peer (its endpoint's cell,
- * and the region's if cell_rkey), into wr: how many.
+ * and the region's if cell_rkey), each adding add, onto chain.
  */
-size_t nrma_rkey_notify_wrs(const struct nrma_conn *conn, uint32_t cell_rkey,
-			    bool read, bool fence,
-			    const struct nrma_sge *scratch, struct nrma_wr *wr);
-/* The fetch-and-add that applies notify to its word at set. */
-struct nrma_wr nrma_rkey_notify_set_wr(const struct fi_nrma_notify *notify,
-				       const struct nrma_remote *set,
-				       const struct nrma_sge *scratch,
-				       bool fence);
+void nrma_rkey_notify_wrs(struct nrma_wr_chain *chain,
+			  const struct nrma_conn *conn, uint32_t cell_rkey,
+			  bool read, bool fence, uint64_t add,
+			  const struct nrma_sge *scratch);
+/* The fetch-and-add of add to a notification set's word at set. */
+void nrma_rkey_notify_set_wr(struct nrma_wr_chain *chain, uint64_t add,
+			     const struct nrma_remote *set,
+			     const struct nrma_sge *scratch, bool fence);
 
 /* An index the descriptor puts outside its set, or an unknown op. */
 static inline int nrma_notify_check(const struct fi_nrma_notify *notify)

@@ -77,37 +77,34 @@ static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 	return n;
 }
 
-static size_t rma_wrs(const struct nrma_op *op, const struct nrma_rma_args *a,
-		      const struct nrma_remote *remote,
-		      const struct nrma_remote *set, const struct nrma_sge *sge,
-		      size_t sge_count, const struct nrma_sge *scratch,
-		      struct nrma_wr *wr)
+/* The data's request, and the notifications that follow it. */
+static void rma_wrs(struct nrma_wr_chain *chain, const struct nrma_conn *conn,
+		    const struct nrma_rma_args *a,
+		    const struct nrma_remote *remote,
+		    const struct nrma_remote *set, const struct nrma_sge *sge,
+		    size_t sge_count, bool wr_inline,
+		    const struct nrma_sge *scratch)
 {
 	bool read = a->flags & FI_READ;
-	size_t n = 0;
 
-	wr[n++] = (struct nrma_wr){
-		.op = read			   ? NRMA_WR_READ :
-		      a->flags & FI_REMOTE_CQ_DATA ? NRMA_WR_WRITE_IMM :
-						     NRMA_WR_WRITE,
-		.sge = sge,
-		.sge_count = sge_count,
-		.raddr = remote->addr,
-		.rkey = remote->rkey,
-		.imm = (uint32_t) a->data,
-		.fence = a->flags & FI_FENCE,
-	};
-	n += nrma_rkey_notify_wrs(op->conn, remote->cell_rkey, read, read,
-				  scratch, wr + n);
+	nrma_wr_chain_init(chain);
+	nrma_wr_rdma(chain,
+		     read			  ? NRMA_WR_READ :
+		     a->flags & FI_REMOTE_CQ_DATA ? NRMA_WR_WRITE_IMM :
+						    NRMA_WR_WRITE,
+		     sge, sge_count, remote->addr, remote->rkey,
+		     (uint32_t) a->data,
+		     (a->flags & FI_FENCE ? NRMA_WR_FLAG_FENCE : 0) |
+			     (wr_inline ? NRMA_WR_FLAG_INLINE : 0));
+	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey, read, read, 1,
+			     scratch);
 	if (a->notify)
-		wr[n++] =
-			nrma_rkey_notify_set_wr(a->notify, set, scratch, read);
+		nrma_rkey_notify_set_wr(chain, nrma_notify_set_add(a->notify),
+					set, scratch, read);
 	/* A zero-byte read returns only once the write before it is placed. */
-	if (!read && n == 1 && (a->flags & FI_DELIVERY_COMPLETE))
-		wr[n++] = (struct nrma_wr){ .op = NRMA_WR_READ,
-					    .raddr = remote->addr,
-					    .rkey = remote->rkey };
-	return n;
+	if (!read && chain->count == 1 && (a->flags & FI_DELIVERY_COMPLETE))
+		nrma_wr_rdma(chain, NRMA_WR_READ, NULL, 0, remote->addr,
+			     remote->rkey, 0, 0);
 }
 
 /*
@@ -177,7 +174,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	const struct nrma_rma_args *a = args;
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
-	struct nrma_wr wr[4];
+	struct nrma_wr_chain chain;
 	struct nrma_remote remote, set;
 	struct nrma_batch_target target;
 	struct nrma_op *op;
@@ -216,12 +213,12 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		n = rma_local(ep, op, a, wr_inline, sge);
 	}
 	if (n >= 0) {
-		size_t count =
-			rma_wrs(op, a, &remote, &set, sge, n, &scratch, wr);
-
-		wr[0].inline_data = wr_inline;
+		rma_wrs(&chain, conn, a, &remote, &set, sge, n, wr_inline,
+			&scratch);
 		/* A batched write goes alone: the batch's atomics follow. */
-		n = nrma_op_post(x, op, wr, batched ? 1 : count);
+		if (batched)
+			chain.count = 1;
+		n = nrma_op_post(x, op, &chain);
 	}
 	if (n) {
 		if (imm)

@@ -92,10 +92,9 @@ static int send_go(struct nrma_xfer *x, struct nrma_op *op)
 {
 	struct nrma_hdr *hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
 	struct nrma_sge sge = nrma_tx_buf_sge(x, op, send_wire_len(hdr));
-	struct nrma_wr wr = { .op = NRMA_WR_SEND, .sge = &sge, .sge_count = 1 };
 	int ret;
 
-	ret = nrma_credit_post(x, op, hdr, &wr);
+	ret = nrma_credit_post(x, op, hdr, &sge);
 	if (ret)
 		nrma_credit_untake(op->conn, NRMA_CREDIT_MSG);
 	else

@@ -38,7 +38,7 @@ struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
  */
 void nrma_tx_probe(struct nrma_ep *ep, struct nrma_conn *conn)
 {
-	struct nrma_wr wr = { .op = NRMA_WR_WRITE };
+	struct nrma_wr_chain chain;
 	struct nrma_op *op;
 
 	if (conn->state != NRMA_CONN_CONNECTED || conn->xfer->probing)
@@ -46,7 +46,9 @@ void nrma_tx_probe(struct nrma_ep *ep, struct nrma_conn *conn)
 	op = nrma_op_alloc(ep->xfer, NRMA_OP_PROBE, conn);
 	if (!op)
 		return; /* busy with other work, which tells as much */
-	if (nrma_op_post(ep->xfer, op, &wr, 1))
+	nrma_wr_chain_init(&chain);
+	nrma_wr_rdma(&chain, NRMA_WR_WRITE, NULL, 0, 0, 0, 0, 0);
+	if (nrma_op_post(ep->xfer, op, &chain))
 		nrma_op_free(ep->xfer, op);
 	else
 		conn->xfer->probing = true;

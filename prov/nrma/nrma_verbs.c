@@ -377,8 +377,6 @@ uint32_t nrma_verbs_mr_lkey(const struct nrma_verbs_mr *vmr)
 	return vmr->mr->lkey;
 }
 
-#define NRMA_MAX_SGE NRMA_IOV_LIMIT
-
 struct nrma_verbs_ep {
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *cq;
@@ -563,85 +561,34 @@ size_t nrma_verbs_qp_max_inline(const struct nrma_verbs_qp *qp)
 	return qp->max_inline;
 }
 
-static void fill_sges(struct ibv_sge *ibv_sge, const struct nrma_sge *sge,
-		      size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		ibv_sge[i] = (struct ibv_sge){ .addr = sge[i].addr,
-					       .length = sge[i].len,
-					       .lkey = sge[i].lkey };
-}
-
 /* A full send queue reads as -FI_EAGAIN: retry after progress. */
 static int post_result(int ret)
 {
 	return ret == ENOMEM ? -FI_EAGAIN : -ret;
 }
 
-static const enum ibv_wr_opcode wr_opcode[] = {
-	[NRMA_WR_SEND] = IBV_WR_SEND,
-	[NRMA_WR_WRITE] = IBV_WR_RDMA_WRITE,
-	[NRMA_WR_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
-	[NRMA_WR_READ] = IBV_WR_RDMA_READ,
-	[NRMA_WR_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
-	[NRMA_WR_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
-};
-
-/*
- * Only the fields an RC send, RDMA or atomic request reads are set: the
- * rest of the 128 bytes (UD, XRC, memory window and TSO parts) stays as
- * it is, unread.
- */
-static void build_wr(struct ibv_send_wr *ibv_wr, struct ibv_sge *ibv_sge,
-		     const struct nrma_wr *wr, uint64_t wr_id, bool signaled)
+int nrma_verbs_post(struct nrma_verbs_qp *qp, struct nrma_wr_chain *c,
+		    uint64_t wr_id, uint64_t last_id, size_t *posted)
 {
-	fill_sges(ibv_sge, wr->sge, wr->sge_count);
-	ibv_wr->wr_id = wr_id;
-	ibv_wr->sg_list = ibv_sge;
-	ibv_wr->num_sge = (int) wr->sge_count;
-	ibv_wr->opcode = wr_opcode[wr->op];
-	ibv_wr->send_flags = (wr->fence ? IBV_SEND_FENCE : 0) |
-			     (signaled ? IBV_SEND_SIGNALED : 0) |
-			     (wr->inline_data ? IBV_SEND_INLINE : 0);
-	ibv_wr->imm_data = 0;
-	if (wr->op == NRMA_WR_FETCH_ADD || wr->op == NRMA_WR_CMP_SWAP) {
-		ibv_wr->wr.atomic.remote_addr = wr->raddr;
-		ibv_wr->wr.atomic.rkey = wr->rkey;
-		ibv_wr->wr.atomic.compare_add = wr->add;
-		ibv_wr->wr.atomic.swap = wr->swap;
-	} else {
-		ibv_wr->wr.rdma.remote_addr = wr->raddr;
-		ibv_wr->wr.rdma.rkey = wr->rkey;
-	}
-	if (wr->op == NRMA_WR_WRITE_IMM)
-		ibv_wr->imm_data = htonl(wr->imm);
-}
-
-int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
-		    size_t count, uint64_t wr_id, uint64_t last_id,
-		    size_t *posted)
-{
-	struct ibv_send_wr ibv_wr[NRMA_VERBS_CHAIN_MAX], *bad = NULL;
-	struct ibv_sge ibv_sge[NRMA_VERBS_CHAIN_MAX][NRMA_MAX_SGE];
-	size_t last = count - 1;
+	struct ibv_send_wr *bad = NULL;
+	size_t last = c->count - 1;
 	int ret;
 
 	*posted = 0;
-	if (!count || count > NRMA_VERBS_CHAIN_MAX)
+	if (!c->count || c->count > NRMA_VERBS_CHAIN_MAX)
 		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++) {
-		if (wr[i].sge_count > NRMA_MAX_SGE)
-			return -FI_EINVAL;
-		build_wr(&ibv_wr[i], ibv_sge[i], &wr[i],
-			 i == last ? last_id : wr_id, i == last);
-		ibv_wr[i].next = &ibv_wr[i + 1];
+	for (size_t i = 0; i < last; i++) {
+		c->wr[i].wr_id = wr_id;
+		c->wr[i].next = &c->wr[i + 1];
 	}
-	ibv_wr[last].next = NULL;
-	ret = ibv_post_send(qp->id->qp, ibv_wr, &bad);
+	c->wr[last].wr_id = last_id;
+	c->wr[last].next = NULL;
+	c->wr[last].send_flags |= IBV_SEND_SIGNALED;
+	ret = ibv_post_send(qp->id->qp, c->wr, &bad);
 	if (!ret)
-		*posted = count;
+		*posted = c->count;
 	else if (bad)
-		*posted = (size_t) (bad - ibv_wr);
+		*posted = (size_t) (bad - c->wr);
 	return post_result(ret);
 }
 
@@ -656,13 +603,11 @@ int nrma_verbs_qp_flush(struct nrma_verbs_qp *qp)
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *ve, uint64_t wr_id,
 			     const struct nrma_sge *sge)
 {
-	struct ibv_sge ibv_sge;
 	struct ibv_recv_wr wr = {
 		.wr_id = wr_id,
-		.sg_list = &ibv_sge,
+		.sg_list = (struct ibv_sge *) sge, /* the device only reads it */
 		.num_sge = 1,
 	}, *bad;
 
-	fill_sges(&ibv_sge, sge, 1);
 	return post_result(ibv_post_srq_recv(ve->srq, &wr, &bad));
 }

@@ -2,15 +2,19 @@
 /*
  * The one place that speaks ibverbs (nrma_verbs.c); connection management
  * (nrma_cm.c) is the one that speaks rdmacm.  Everything above calls these
- * and never sees a verbs structure.
+ * and names no verbs structure; work requests are built in the device
+ * library's form, through the inline nrma_wr_* calls here.
  */
 #ifndef NRMA_VERBS_H
 #define NRMA_VERBS_H
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <infiniband/verbs.h>
 
 struct nrma_device;
 struct nrma_verbs_domain;
@@ -104,46 +108,108 @@ int nrma_verbs_qp_flush(struct nrma_verbs_qp *qp);
 uint32_t nrma_verbs_qp_num(const struct nrma_verbs_qp *qp);
 /* Bytes a work request may carry inline (NRMA_WR inline_data); 0: none. */
 size_t nrma_verbs_qp_max_inline(const struct nrma_verbs_qp *qp);
+/*
+ * Work requests are built in place in the device library's own form
+ * (struct ibv_send_wr), by the nrma_wr_* calls below, and posted as one
+ * chain: nothing is translated on the way to the device.  Only the fields
+ * an RC send, RDMA or atomic request reads are set; the rest (UD, XRC,
+ * memory window and TSO parts) stays as it is, unread.  A request's
+ * scatter list is the caller's array of struct nrma_sge, which has
+ * struct ibv_sge's layout, and must last until nrma_verbs_post returns.
+ */
 enum nrma_wr_op {
-	NRMA_WR_SEND,
-	NRMA_WR_WRITE,
-	NRMA_WR_WRITE_IMM,
-	NRMA_WR_READ,
-	NRMA_WR_FETCH_ADD, /* 64-bit, at raddr; fetches into sge[0] */
-	NRMA_WR_CMP_SWAP,  /* 64-bit: swap if equal to add; likewise */
+	NRMA_WR_SEND = IBV_WR_SEND,
+	NRMA_WR_WRITE = IBV_WR_RDMA_WRITE,
+	NRMA_WR_WRITE_IMM = IBV_WR_RDMA_WRITE_WITH_IMM,
+	NRMA_WR_READ = IBV_WR_RDMA_READ,
+	/* 64-bit, at the remote address; fetches into the one sge */
+	NRMA_WR_FETCH_ADD = IBV_WR_ATOMIC_FETCH_AND_ADD,
+	NRMA_WR_CMP_SWAP = IBV_WR_ATOMIC_CMP_AND_SWP, /* swap if equal */
 };
 
-/* A work request, stripped of verbs types. */
-struct nrma_wr {
-	enum nrma_wr_op op;
-	const struct nrma_sge *sge;
-	size_t sge_count;
-	uint64_t raddr;
-	uint32_t rkey;
-	uint32_t imm;
-	uint64_t add; /* FETCH_ADD's addend, CMP_SWAP's compare */
-	uint64_t swap;
+enum nrma_wr_flag {
 	/* Wait for earlier reads and atomics on the queue pair. */
-	bool fence;
+	NRMA_WR_FLAG_FENCE = IBV_SEND_FENCE,
 	/* The device copies the payload as it is posted: the sges need no
 	 * lkey and may be reused at once (up to nrma_verbs_qp_max_inline). */
-	bool inline_data;
+	NRMA_WR_FLAG_INLINE = IBV_SEND_INLINE,
 };
 
-/* Work requests one nrma_verbs_post chains at most. */
-#define NRMA_VERBS_CHAIN_MAX NRMA_IOV_LIMIT
+/* Work requests one nrma_verbs_post chains at most: an RMA request, its
+ * notifications (two cells and a set's word) at most. */
+#define NRMA_VERBS_CHAIN_MAX 4
+
+struct nrma_wr_chain {
+	size_t count;
+	struct ibv_send_wr wr[NRMA_VERBS_CHAIN_MAX];
+};
+
+_Static_assert(sizeof(struct nrma_sge) == sizeof(struct ibv_sge) &&
+		       offsetof(struct nrma_sge, addr) ==
+			       offsetof(struct ibv_sge, addr) &&
+		       offsetof(struct nrma_sge, len) ==
+			       offsetof(struct ibv_sge, length) &&
+		       offsetof(struct nrma_sge, lkey) ==
+			       offsetof(struct ibv_sge, lkey),
+	       "a scatter list goes to the device as it is");
+
+static inline void nrma_wr_chain_init(struct nrma_wr_chain *c)
+{
+	c->count = 0;
+}
+
+/* The next request of c; the caller keeps within NRMA_VERBS_CHAIN_MAX. */
+static inline struct ibv_send_wr *nrma_wr_next(struct nrma_wr_chain *c,
+					       enum nrma_wr_op op,
+					       const struct nrma_sge *sge,
+					       size_t sge_count, unsigned flags)
+{
+	struct ibv_send_wr *wr = &c->wr[c->count++];
+
+	wr->sg_list = (struct ibv_sge *) sge; /* the device only reads it */
+	wr->num_sge = (int) sge_count;
+	wr->opcode = (enum ibv_wr_opcode) op;
+	wr->send_flags = flags;
+	return wr;
+}
+
+/* A send, or an RDMA read or write (imm: WRITE_IMM's immediate data). */
+static inline void nrma_wr_rdma(struct nrma_wr_chain *c, enum nrma_wr_op op,
+				const struct nrma_sge *sge, size_t sge_count,
+				uint64_t raddr, uint32_t rkey, uint32_t imm,
+				unsigned flags)
+{
+	struct ibv_send_wr *wr = nrma_wr_next(c, op, sge, sge_count, flags);
+
+	wr->wr.rdma.remote_addr = raddr;
+	wr->wr.rdma.rkey = rkey;
+	wr->imm_data = htonl(imm);
+}
+
+/* FETCH_ADD of add, or CMP_SWAP of swap where the word equals add. */
+static inline void nrma_wr_atomic(struct nrma_wr_chain *c, enum nrma_wr_op op,
+				  const struct nrma_sge *result, uint64_t raddr,
+				  uint32_t rkey, uint64_t add, uint64_t swap,
+				  unsigned flags)
+{
+	struct ibv_send_wr *wr = nrma_wr_next(c, op, result, 1, flags);
+
+	wr->wr.atomic.remote_addr = raddr;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.compare_add = add;
+	wr->wr.atomic.swap = swap;
+}
 
 /*
- * Posts count work requests in order, as one chain: each carries wr_id
- * but the last, which carries last_id and alone is signaled (RC completes
+ * Posts c's work requests in order, as one chain: each carries wr_id but
+ * the last, which carries last_id and alone is signaled (RC completes
  * in order, so its completion stands for the chain's; the others complete
  * only in error).  *posted says how many went, also on an error (the ones
  * before the failing one).  Callers keep the send queue from overflowing,
  * so an error means a broken queue pair.
  */
-int nrma_verbs_post(struct nrma_verbs_qp *qp, const struct nrma_wr *wr,
-		    size_t count, uint64_t wr_id, uint64_t last_id,
-		    size_t *posted);
+int nrma_verbs_post(struct nrma_verbs_qp *qp, struct nrma_wr_chain *c,
+		    uint64_t wr_id, uint64_t last_id, size_t *posted);
 int nrma_verbs_post_srq_recv(struct nrma_verbs_ep *vep, uint64_t wr_id,
 			     const struct nrma_sge *sge);
 

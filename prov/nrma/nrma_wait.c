@@ -36,7 +36,7 @@ static int wait_open_fd(struct nrma_wait *wait)
 int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested)
 {
 	wait->fd = wait->event_fd = -1;
-	wait->raised = false;
+	atomic_init(&wait->raised, false);
 	switch (requested) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_YIELD:
@@ -87,18 +87,19 @@ void nrma_wait_signal(struct nrma_wait *wait)
 
 void nrma_wait_raise(struct nrma_wait *wait)
 {
-	if (wait->raised)
+	if (wait->event_fd < 0 || atomic_load(&wait->raised) ||
+	    atomic_exchange(&wait->raised, true))
 		return;
 	nrma_wait_signal(wait);
-	wait->raised = true;
 }
 
+/* Cleared before the drain: a raise after it writes again. */
 void nrma_wait_lower(struct nrma_wait *wait)
 {
-	if (!wait->raised)
+	if (!atomic_load(&wait->raised))
 		return;
+	atomic_store(&wait->raised, false);
 	nrma_wait_drain(wait);
-	wait->raised = false;
 }
 
 /* Called with the owner's queue empty, so the fd stops being readable. */

@@ -8,6 +8,7 @@
 #ifndef NRMA_WAIT_H
 #define NRMA_WAIT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
 
@@ -17,7 +18,7 @@ struct nrma_wait {
 	enum fi_wait_obj type; /* FI_WAIT_NONE, _FD or _YIELD */
 	int fd;		       /* epoll fd for FI_WAIT_FD, else -1 */
 	int event_fd;
-	bool raised; /* nrma_wait_raise made event_fd readable */
+	atomic_bool raised; /* nrma_wait_raise made event_fd readable */
 };
 
 int nrma_wait_open(struct nrma_wait *wait, enum fi_wait_obj requested);
@@ -28,8 +29,11 @@ void nrma_wait_signal(struct nrma_wait *wait);
 void nrma_wait_drain(struct nrma_wait *wait);
 /*
  * Raise makes the fd readable unless it is already, lower undoes that: a
- * queue's first entry raises it, the next ones make no system call.  An
- * owner that uses them (CQs) uses only them, serialized by its lock.
+ * queue's first entry or a counter's first change raises it, the next
+ * ones make no system call.  An owner that uses them (CQs, counters) uses
+ * only them.  Raise needs no lock: one that finds the fd raised comes
+ * after a lower only if the lowering thread then sees what it announces
+ * (a change made before the raise, read after the lower).
  */
 void nrma_wait_raise(struct nrma_wait *wait);
 void nrma_wait_lower(struct nrma_wait *wait);

@@ -369,7 +369,7 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
 struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index);
 uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
 int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
-		 const struct nrma_wr *wr, size_t count);
+		 struct nrma_wr_chain *chain);
 int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,
 		   struct nrma_verbs_mr **vmr, uint64_t *key);

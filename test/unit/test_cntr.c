@@ -219,6 +219,39 @@ static void test_cntr_trywait(void **state)
 	assert_int_equal(fi_close(&cntr->fid), 0);
 }
 
+/* A counter's changes write its eventfd once until a wait lowers it. */
+static void test_cntr_raise_once(void **state)
+{
+	struct fid_cntr *cntr = open_cntr(state, FI_WAIT_FD);
+	struct nrma_cntr *c =
+		nrma_container_of(cntr, struct nrma_cntr, cntr_fid);
+	uint64_t writes = 0;
+	int fd = -1;
+
+	assert_int_equal(fi_control(&cntr->fid, FI_GETWAIT, &fd), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(fi_cntr_add(cntr, 1), 0);
+	assert_int_equal(fi_cntr_adderr(cntr, 1), 0);
+	assert_true(fd_readable(fd));
+	/* The eventfd's count is the number of writes. */
+	assert_int_equal(read(c->wait.event_fd, &writes, sizeof(writes)),
+			 sizeof(writes));
+	assert_int_equal(writes, 1);
+	assert_false(fd_readable(fd));
+	/* Still raised: no write until a wait lowers it. */
+	assert_int_equal(fi_cntr_add(cntr, 1), 0);
+	assert_false(fd_readable(fd));
+	assert_int_equal(nrma_cntr_trywait(c), 0);
+	assert_int_equal(fi_cntr_add(cntr, 1), 0);
+	assert_int_equal(fi_cntr_add(cntr, 1), 0);
+	assert_true(fd_readable(fd));
+	assert_int_equal(read(c->wait.event_fd, &writes, sizeof(writes)),
+			 sizeof(writes));
+	assert_int_equal(writes, 1);
+	assert_int_equal(fi_cntr_read(cntr), 8);
+	assert_int_equal(fi_close(&cntr->fid), 0);
+}
+
 static void test_cntr_close_busy(void **state)
 {
 	struct fid_cntr *cntr = open_cntr(state, FI_WAIT_UNSPEC);
@@ -239,7 +272,8 @@ int main(void)
 		T(test_cntr_open),	 T(test_cntr_values),
 		T(test_cntr_wait_met),	 T(test_cntr_wait_timeout),
 		T(test_cntr_wait_woken), T(test_cntr_wait_error),
-		T(test_cntr_trywait),	 T(test_cntr_close_busy),
+		T(test_cntr_trywait),	 T(test_cntr_raise_once),
+		T(test_cntr_close_busy),
 	};
 #undef T
 
