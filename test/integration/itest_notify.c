@@ -37,6 +37,14 @@ void target_close(struct rt_node *t, int npeers)
 	rt_node_close(t);
 }
 
+void init_open_opts(struct rt_node *n, struct keymsg *km,
+		    const struct rt_node_opts *o)
+{
+	rt_node_open(n, o, itest_who);
+	rt_chan_read(&cc, km, sizeof(*km), "the target's name and keys");
+	rt_node_insert(n, &km->name);
+}
+
 void init_open_remote(struct rt_node *n, struct keymsg *km,
 		      uint64_t remote_flags)
 {
@@ -45,9 +53,7 @@ void init_open_remote(struct rt_node *n, struct keymsg *km,
 				  .write_cntr = true,
 				  .remote_flags = remote_flags };
 
-	rt_node_open(n, &o, itest_who);
-	rt_chan_read(&cc, km, sizeof(*km), "the target's name and keys");
-	rt_node_insert(n, &km->name);
+	init_open_opts(n, km, &o);
 }
 
 void init_open(struct rt_node *n, struct keymsg *km)

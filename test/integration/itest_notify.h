@@ -54,6 +54,9 @@ void target_close(struct rt_node *t, int npeers);
  */
 void init_open_remote(struct rt_node *n, struct keymsg *km,
 		      uint64_t remote_flags);
+/* The same with the caller's options. */
+void init_open_opts(struct rt_node *n, struct keymsg *km,
+		    const struct rt_node_opts *o);
 void init_open(struct rt_node *n, struct keymsg *km);
 /* Closes the endpoint once the target says the test is over. */
 void init_close(struct rt_node *n);

@@ -158,9 +158,7 @@ static void initiator(uint64_t me)
 	struct rt_node n;
 
 	(void) me;
-	rt_node_open(&n, &o, itest_who);
-	rt_chan_read(&cc, &km, sizeof(km), "the target's name and keys");
-	rt_node_insert(&n, &km.name);
+	init_open_opts(&n, &km, &o);
 	for (int k = P8_GONE; k <= P8_LIVE; k++) {
 		local[0] = stamp(k);
 		p8_ok(&n, false, &local[0], &km.k[k], k,

@@ -239,9 +239,7 @@ static void initiator(uint64_t me)
 	struct rt_node n;
 
 	(void) me;
-	rt_node_open(&n, &o, itest_who);
-	rt_chan_read(&cc, &km, sizeof(km), "the target's name and keys");
-	rt_node_insert(&n, &km.name);
+	init_open_opts(&n, &km, &o);
 	rt_expect(&cc, SIG_GO, "the target's receive");
 	/* The connection, and the known key. */
 	RT_POST(fi_write(n.ep, &warm, 8, NULL, n.peer,

@@ -219,13 +219,22 @@ static void test_cntr_trywait(void **state)
 	assert_int_equal(fi_close(&cntr->fid), 0);
 }
 
+/* How many times c's eventfd was written since it was last read. */
+static uint64_t cntr_fd_writes(const struct nrma_cntr *c)
+{
+	uint64_t writes = 0;
+
+	assert_int_equal(read(c->wait.event_fd, &writes, sizeof(writes)),
+			 sizeof(writes));
+	return writes;
+}
+
 /* A counter's changes write its eventfd once until a wait lowers it. */
 static void test_cntr_raise_once(void **state)
 {
 	struct fid_cntr *cntr = open_cntr(state, FI_WAIT_FD);
 	struct nrma_cntr *c =
 		nrma_container_of(cntr, struct nrma_cntr, cntr_fid);
-	uint64_t writes = 0;
 	int fd = -1;
 
 	assert_int_equal(fi_control(&cntr->fid, FI_GETWAIT, &fd), 0);
@@ -233,10 +242,7 @@ static void test_cntr_raise_once(void **state)
 		assert_int_equal(fi_cntr_add(cntr, 1), 0);
 	assert_int_equal(fi_cntr_adderr(cntr, 1), 0);
 	assert_true(fd_readable(fd));
-	/* The eventfd's count is the number of writes. */
-	assert_int_equal(read(c->wait.event_fd, &writes, sizeof(writes)),
-			 sizeof(writes));
-	assert_int_equal(writes, 1);
+	assert_int_equal(cntr_fd_writes(c), 1);
 	assert_false(fd_readable(fd));
 	/* Still raised: no write until a wait lowers it. */
 	assert_int_equal(fi_cntr_add(cntr, 1), 0);
@@ -245,9 +251,7 @@ static void test_cntr_raise_once(void **state)
 	assert_int_equal(fi_cntr_add(cntr, 1), 0);
 	assert_int_equal(fi_cntr_add(cntr, 1), 0);
 	assert_true(fd_readable(fd));
-	assert_int_equal(read(c->wait.event_fd, &writes, sizeof(writes)),
-			 sizeof(writes));
-	assert_int_equal(writes, 1);
+	assert_int_equal(cntr_fd_writes(c), 1);
 	assert_int_equal(fi_cntr_read(cntr), 8);
 	assert_int_equal(fi_close(&cntr->fid), 0);
 }
