@@ -136,7 +136,7 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	if (a->notify)
 		nrma_rkey_notify_set_wr(&chain, nrma_notify_set_add(a->notify),
 					&set, &scratch, false);
-	ret = nrma_op_post(x, op, &chain);
+	ret = nrma_op_post(op, &chain);
 	if (ret) {
 		nrma_op_free(x, op);
 		return ret;

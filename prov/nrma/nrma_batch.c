@@ -55,7 +55,7 @@ static void batch_defer(struct nrma_xfer *x, struct nrma_conn *conn)
 		 "%zu coalesced notifications wait for send queue room\n",
 		 b->count);
 	b->deferred = true;
-	nrma_dlist_insert_tail(&b->deferred_link, &x->batch_deferred);
+	nrma_xfer_wait(x, &b->deferred_link, &x->batch_deferred);
 }
 
 static void batch_undefer(struct nrma_conn *conn)
@@ -99,7 +99,7 @@ static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
 	op = nrma_op_alloc(x, NRMA_OP_NOTIFY, conn);
 	if (op) {
 		batch_wrs(&chain, conn, &scratch);
-		ret = nrma_op_post(x, op, &chain);
+		ret = nrma_op_post(op, &chain);
 	}
 	if (ret == -FI_EAGAIN) {
 		batch_defer(x, conn);

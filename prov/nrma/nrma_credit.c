@@ -74,9 +74,9 @@ static void credit_want(struct nrma_xfer *x, struct nrma_conn *conn,
 		nrma_dlist_remove(link);
 	}
 	if (nrma_credit_out(rx))
-		nrma_dlist_insert_tail(link, head);
+		nrma_xfer_wait(x, link, head);
 	else
-		nrma_dlist_insert_head(link, head);
+		nrma_xfer_wait_first(x, link, head);
 }
 
 /*
@@ -195,8 +195,8 @@ bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class)
  * not heard of travel in its header.  Only once the queue pair has room:
  * credits stamped on a message that does not go would be lost.
  */
-int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
-		     struct nrma_hdr *hdr, const struct nrma_sge *sge)
+int nrma_credit_post(struct nrma_op *op, struct nrma_hdr *hdr,
+		     const struct nrma_sge *sge)
 {
 	struct nrma_conn *conn = op->conn;
 	struct nrma_wr_chain chain;
@@ -216,7 +216,7 @@ int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
 		     sge->len <= nrma_verbs_qp_max_inline(conn->qp) ?
 			     NRMA_WR_FLAG_INLINE :
 			     0);
-	return nrma_op_post(x, op, &chain);
+	return nrma_op_post(op, &chain);
 }
 
 /* Gives back a credit taken for a message that did not go. */
@@ -269,7 +269,8 @@ static void credit_owe(struct nrma_ep *ep, struct nrma_conn *conn)
 		return;
 	conn->xfer->credit_owed = true;
 	nrma_conn_hold(conn);
-	nrma_dlist_insert_tail(&conn->xfer->owed_link, &ep->xfer->credit_owed);
+	nrma_xfer_wait(ep->xfer, &conn->xfer->owed_link,
+		       &ep->xfer->credit_owed);
 }
 
 /*
@@ -306,7 +307,7 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 	}
 	if (keys)
 		credit_wr(&chain, &scratch, NRMA_CREDIT_KEYS_ADDR, conn, keys);
-	if (nrma_op_post(x, op, &chain)) {
+	if (nrma_op_post(op, &chain)) {
 		nrma_op_free(x, op);
 		credit_owe(ep, conn);
 		return;
@@ -390,8 +391,8 @@ void nrma_credit_queue_send(struct nrma_ep *ep, struct nrma_op *op, bool front)
 
 	if (nrma_dlist_empty(&conn->xfer->send_queue)) {
 		nrma_conn_hold(conn);
-		nrma_dlist_insert_tail(&conn->xfer->blocked_link,
-				       &ep->xfer->blocked_conns);
+		nrma_xfer_wait(ep->xfer, &conn->xfer->blocked_link,
+			       &ep->xfer->blocked_conns);
 	}
 	op->queued = true;
 	if (!front)

@@ -16,8 +16,8 @@ bool nrma_credit_has(const struct nrma_conn *conn,
 bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class);
 void nrma_credit_untake(struct nrma_conn *conn, enum nrma_credit_class class);
 /* Sends the message hdr heads, whose bytes sge says, with op. */
-int nrma_credit_post(struct nrma_xfer *x, struct nrma_op *op,
-		     struct nrma_hdr *hdr, const struct nrma_sge *sge);
+int nrma_credit_post(struct nrma_op *op, struct nrma_hdr *hdr,
+		     const struct nrma_sge *sge);
 bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
 			 uint32_t buf, enum nrma_credit_class class,
 			 const struct nrma_hdr *hdr);

@@ -15,7 +15,7 @@ struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index)
 
 uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op)
 {
-	return nrma_token_of(&x->ops, nrma_token_index(&x->ops, op));
+	return nrma_token_of(&x->ops, op->index);
 }
 
 struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
@@ -31,6 +31,7 @@ struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 	op = nrma_op_at(x, index);
 	memset(op, 0, offsetof(struct nrma_op, resolving));
 	op->kind = kind;
+	op->index = (uint32_t) index;
 	op->conn = conn;
 	op->buf = -1;
 	if (conn)
@@ -46,7 +47,7 @@ void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)
 		nrma_bufpool_put(&x->tx_bufs, op->buf);
 	if (op->conn)
 		nrma_conn_release(op->conn);
-	nrma_token_put(&x->ops, nrma_token_index(&x->ops, op));
+	nrma_token_put(&x->ops, op->index);
 }
 
 /* An operation with a bounce buffer, or NULL when either has run out. */
@@ -67,8 +68,7 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
  * A queue pair that breaks halfway fails its connection; the operation
  * then ends, with its error, once what did go out is flushed.
  */
-int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
-		 struct nrma_wr_chain *chain)
+int nrma_op_post(struct nrma_op *op, struct nrma_wr_chain *chain)
 {
 	size_t count = chain->count, posted;
 	uint64_t id;
@@ -79,7 +79,7 @@ int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
 	if (op->conn->sq_free < count)
 		return -FI_EAGAIN;
 	/* One completion covers the whole chain: the last says its length. */
-	id = nrma_token_index(&x->ops, op);
+	id = op->index;
 	ret = nrma_verbs_post(op->conn->qp, chain, id,
 			      id | (uint64_t) count << NRMA_WR_SLOTS_SHIFT,
 			      &posted);

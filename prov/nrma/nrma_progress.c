@@ -150,26 +150,33 @@ static int progress_budget(struct nrma_ep *ep)
 	return room < NRMA_POLL_BATCH ? (int) room : NRMA_POLL_BATCH;
 }
 
+/* Work that waited for queue room, credits, a connection or a key. */
+static NRMA_NOINLINE void progress_retry_waiting(struct nrma_ep *ep)
+{
+	struct nrma_xfer *x = ep->xfer;
+
+	x->waiting = false;
+	nrma_recv_stalled_retry(ep);
+	nrma_recv_reads_retry(ep);
+	nrma_recv_acks_retry(ep);
+	nrma_batch_retry(ep);
+	nrma_send_connecting(ep);
+	nrma_tx_held_retry(ep);
+	nrma_credit_refill(ep);
+	nrma_send_resume_blocked(ep);
+	nrma_credit_tell_owed(ep);
+	x->waiting |= nrma_xfer_waiting(x);
+}
+
 /*
  * What completions may have let go: work that waited for them; and sends
  * in flight long without their ACK.  Nothing, on an idle endpoint.
  */
 static void progress_retry(struct nrma_ep *ep)
 {
-	struct nrma_xfer *x = ep->xfer;
-
-	if (nrma_xfer_waiting(x)) {
-		nrma_recv_stalled_retry(ep);
-		nrma_recv_reads_retry(ep);
-		nrma_recv_acks_retry(ep);
-		nrma_batch_retry(ep);
-		nrma_send_connecting(ep);
-		nrma_tx_held_retry(ep);
-		nrma_credit_refill(ep);
-		nrma_send_resume_blocked(ep);
-		nrma_credit_tell_owed(ep);
-	}
-	if (x->sends)
+	if (ep->xfer->waiting)
+		progress_retry_waiting(ep);
+	if (ep->xfer->sends)
 		nrma_send_check_peers(ep);
 }
 

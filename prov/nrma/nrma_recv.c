@@ -143,7 +143,7 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 				  .token = token,
 				  .flags = failed ? NRMA_HDR_NACK : 0 };
 	sge = nrma_tx_buf_sge(x, op, sizeof(*hdr));
-	ret = nrma_credit_post(x, op, hdr, &sge);
+	ret = nrma_credit_post(op, hdr, &sge);
 	if (ret) {
 		nrma_credit_untake(conn, NRMA_CREDIT_CTL);
 		nrma_op_free(x, op);
@@ -182,7 +182,7 @@ static void recv_ack_send(struct nrma_ep *ep, struct nrma_conn *conn,
 	pending->failed = failed;
 	nrma_conn_hold(conn);
 	conn->xfer->acks_owed++;
-	nrma_dlist_insert_tail(&pending->link, &ep->xfer->pending_acks);
+	nrma_xfer_wait(ep->xfer, &pending->link, &ep->xfer->pending_acks);
 }
 
 /*
@@ -260,7 +260,7 @@ static int recv_lkeys(struct nrma_ep *ep, struct nrma_op *op,
 }
 
 /* The read of the next remote segment into the receive's iovs. */
-static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
+static int recv_post_read(struct nrma_op *op, size_t take)
 {
 	const struct nrma_rndv_seg *seg = &op->seg[op->read.seg_done];
 	struct nrma_rx_entry *rx = op->read.rx;
@@ -281,19 +281,19 @@ static int recv_post_read(struct nrma_ep *ep, struct nrma_op *op, size_t take)
 		return -FI_EINVAL;
 	nrma_wr_chain_init(&chain);
 	nrma_wr_rdma(&chain, NRMA_WR_READ, sge, n, seg->addr, seg->rkey, 0, 0);
-	return nrma_op_post(ep->xfer, op, &chain);
+	return nrma_op_post(op, &chain);
 }
 
 /*
  * One RDMA read per remote segment, scattered over the receive's iovs.
  * Stops at a full send queue; the rest is posted by a later progress.
  */
-static int recv_post_reads(struct nrma_ep *ep, struct nrma_op *op)
+static int recv_post_reads(struct nrma_op *op)
 {
 	while (op->read.seg_done < op->read.seg_count && op->read.left) {
 		size_t seg_len = op->seg[op->read.seg_done].len;
 		size_t take = seg_len < op->read.left ? seg_len : op->read.left;
-		int ret = recv_post_read(ep, op, take);
+		int ret = recv_post_read(op, take);
 
 		if (ret)
 			return ret;
@@ -308,12 +308,12 @@ static int recv_post_reads(struct nrma_ep *ep, struct nrma_op *op)
 /* Posts what it can; a read stuck on a full queue waits its turn. */
 static void recv_reads_advance(struct nrma_ep *ep, struct nrma_op *op)
 {
-	int ret = recv_post_reads(ep, op);
+	int ret = recv_post_reads(op);
 
 	if (ret == -FI_EAGAIN) {
 		if (!op->queued)
-			nrma_dlist_insert_tail(&op->link,
-					       &ep->xfer->pending_reads);
+			nrma_xfer_wait(ep->xfer, &op->link,
+				       &ep->xfer->pending_reads);
 		op->queued = true;
 		return;
 	}
@@ -399,7 +399,7 @@ static void recv_stall(struct nrma_ep *ep, const struct nrma_stalled_read *s)
 	stall->rx->reads++; /* keeps the receive */
 	if (stall->conn)
 		nrma_conn_hold(stall->conn);
-	nrma_dlist_insert_tail(&stall->link, &x->stalled_reads);
+	nrma_xfer_wait(x, &stall->link, &x->stalled_reads);
 }
 
 void nrma_recv_stalled_retry(struct nrma_ep *ep)

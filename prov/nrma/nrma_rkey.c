@@ -76,7 +76,7 @@ static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
 		     conn->grant.keytab_rkey, 0, 0);
 	op->resolving = rk->key;
 	rk->changes = rkey_peer_changes(conn);
-	if (nrma_op_post(x, op, &chain))
+	if (nrma_op_post(op, &chain))
 		nrma_op_free(x, op);
 	else
 		rk->state = NRMA_RKEY_READING;
@@ -145,12 +145,28 @@ static int rkey_resolve(struct nrma_ep *ep, struct nrma_conn *conn,
 	return 0;
 }
 
-int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
-		     uint64_t addr, uint64_t len, uint32_t access,
-		     struct nrma_remote *remote)
+/* Where rk's known slot puts len bytes at addr (see nrma_rkey_target). */
+static int rkey_slot_target(const struct nrma_ep *ep,
+			    const struct nrma_rkey *rk, uint64_t addr,
+			    uint64_t len, uint32_t access,
+			    struct nrma_remote *remote)
 {
 	bool virt_addr = ep->info->domain_attr->mr_mode &
 			 (FI_MR_VIRT_ADDR | NRMA_MR_BASIC);
+
+	remote->rkey = rk->slot.rkey;
+	remote->cell_rkey = rk->slot.cell_rkey;
+	return nrma_proto_key_slot_target(&rk->slot, virt_addr, addr, len,
+					  access, &remote->addr);
+}
+
+/* A key not among the last ones used, or not known and current. */
+static NRMA_NOINLINE int rkey_target_lookup(struct nrma_ep *ep,
+					    struct nrma_conn *conn,
+					    uint64_t key, uint64_t addr,
+					    uint64_t len, uint32_t access,
+					    struct nrma_remote *remote)
+{
 	struct nrma_rkey *rk;
 	int ret;
 
@@ -159,16 +175,31 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 	rk = rkey_entry(conn, key);
 	if (!rk)
 		return -FI_EAGAIN;
-	/* A key known and unchanged since: every use but the first. */
 	if (rk->state != NRMA_RKEY_KNOWN || rkey_stale(rk, conn, key)) {
 		ret = rkey_resolve(ep, conn, rk, key);
 		if (ret)
 			return ret;
 	}
-	remote->rkey = rk->slot.rkey;
-	remote->cell_rkey = rk->slot.cell_rkey;
-	return nrma_proto_key_slot_target(&rk->slot, virt_addr, addr, len,
-					  access, &remote->addr);
+	return rkey_slot_target(ep, rk, addr, len, access, remote);
+}
+
+/*
+ * Every use of a key but the first finds it among the last ones used,
+ * known and unchanged since (its slot was in range when it was looked up).
+ */
+int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
+		     uint64_t addr, uint64_t len, uint32_t access,
+		     struct nrma_remote *remote)
+{
+	uint32_t hash_key = rkey_hash_key(key);
+	const struct nrma_rkey *rk =
+		conn->xfer->rkey_hot[hash_key % NRMA_RKEY_HOT];
+
+	if (!rk || rk->hash_key != hash_key || rk->state != NRMA_RKEY_KNOWN ||
+	    rkey_stale(rk, conn, key))
+		return rkey_target_lookup(ep, conn, key, addr, len, access,
+					  remote);
+	return rkey_slot_target(ep, rk, addr, len, access, remote);
 }
 
 int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,

@@ -27,24 +27,30 @@ static bool rma_inline(const struct nrma_op *op, const struct nrma_rma_args *a)
 	       op->len <= nrma_verbs_qp_max_inline(op->conn->qp);
 }
 
+/* A payload the device copies as it is posted: its segments as they are. */
+static size_t rma_local_inline(const struct nrma_rma_args *a,
+			       struct nrma_sge *sge)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->count; i++)
+		if (a->iov[i].iov_len)
+			sge[n++] = (struct nrma_sge){
+				.addr = (uintptr_t) a->iov[i].iov_base,
+				.len = a->iov[i].iov_len,
+			};
+	return n;
+}
+
 /* Where the data comes from or lands: a bounce buffer, or the iovs. */
-static int rma_local(struct nrma_ep *ep, struct nrma_op *op,
-		     const struct nrma_rma_args *a, bool wr_inline,
-		     struct nrma_sge *sge)
+static NRMA_NOINLINE int rma_local(struct nrma_ep *ep, struct nrma_op *op,
+				   const struct nrma_rma_args *a,
+				   struct nrma_sge *sge)
 {
 	struct nrma_xfer *x = ep->xfer;
 	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
 	size_t n = 0;
 
-	if (wr_inline) {
-		for (size_t i = 0; i < a->count; i++)
-			if (a->iov[i].iov_len)
-				sge[n++] = (struct nrma_sge){
-					.addr = (uintptr_t) a->iov[i].iov_base,
-					.len = a->iov[i].iov_len,
-				};
-		return n;
-	}
 	if (op->len <= x->eager_size) {
 		op->buf = nrma_bufpool_get(&x->tx_bufs);
 		if (op->buf < 0)
@@ -136,8 +142,9 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
  * copies of what the caller may reuse once the call returns: the
  * vectors, the notification, and an injected payload.
  */
-static ssize_t rma_hold(struct nrma_ep *ep, struct nrma_conn *conn,
-			const struct nrma_rma_args *a, size_t len)
+static NRMA_NOINLINE ssize_t rma_hold(struct nrma_ep *ep,
+				      struct nrma_conn *conn,
+				      const struct nrma_rma_args *a, size_t len)
 {
 	bool inject = a->silent || (a->flags & FI_INJECT);
 	struct nrma_tx_held *h =
@@ -210,7 +217,8 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->len = len;
 		op->flags = flags;
 		wr_inline = rma_inline(op, a);
-		n = rma_local(ep, op, a, wr_inline, sge);
+		n = wr_inline ? (int) rma_local_inline(a, sge) :
+				rma_local(ep, op, a, sge);
 	}
 	if (n >= 0) {
 		rma_wrs(&chain, conn, a, &remote, &set, sge, n, wr_inline,
@@ -218,7 +226,7 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		/* A batched write goes alone: the batch's atomics follow. */
 		if (batched)
 			chain.count = 1;
-		n = nrma_op_post(x, op, &chain);
+		n = nrma_op_post(op, &chain);
 	}
 	if (n) {
 		if (imm)

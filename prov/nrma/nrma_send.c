@@ -94,7 +94,7 @@ static int send_go(struct nrma_xfer *x, struct nrma_op *op)
 	struct nrma_sge sge = nrma_tx_buf_sge(x, op, send_wire_len(hdr));
 	int ret;
 
-	ret = nrma_credit_post(x, op, hdr, &sge);
+	ret = nrma_credit_post(op, hdr, &sge);
 	if (ret)
 		nrma_credit_untake(op->conn, NRMA_CREDIT_MSG);
 	else
@@ -119,7 +119,7 @@ static int send_start(struct nrma_ep *ep, struct nrma_op *op)
 static int send_wait_connection(struct nrma_xfer *x, struct nrma_op *op)
 {
 	op->sent_ms = nrma_xfer_now_ms();
-	nrma_dlist_insert_tail(&op->link, &x->connecting);
+	nrma_xfer_wait(x, &op->link, &x->connecting);
 	return 0;
 }
 

@@ -48,7 +48,7 @@ void nrma_tx_probe(struct nrma_ep *ep, struct nrma_conn *conn)
 		return; /* busy with other work, which tells as much */
 	nrma_wr_chain_init(&chain);
 	nrma_wr_rdma(&chain, NRMA_WR_WRITE, NULL, 0, 0, 0, 0, 0);
-	if (nrma_op_post(ep->xfer, op, &chain))
+	if (nrma_op_post(op, &chain))
 		nrma_op_free(ep->xfer, op);
 	else
 		conn->xfer->probing = true;
@@ -85,6 +85,30 @@ ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags)
 	return 0;
 }
 
+/* A connection to dest not taken yet, or not since the AV removed one. */
+static NRMA_NOINLINE int tx_connection_get(struct nrma_ep *ep, fi_addr_t dest,
+					   uint64_t removals,
+					   struct nrma_conn **conn)
+{
+	struct sockaddr_in peer;
+	int ret;
+
+	if (nrma_addr_table_get(&ep->av->table, dest, &peer))
+		return -FI_EINVAL;
+	ret = nrma_cm_conn_get(ep->cm, dest, &peer, conn);
+	if (!ret)
+		(*conn)->av_removals = removals;
+	return ret;
+}
+
+static NRMA_NOINLINE int tx_connection_msg(struct nrma_ep *ep,
+					   struct nrma_conn **conn)
+{
+	*conn = nrma_cm_msg_conn(ep->cm);
+	return *conn && (*conn)->state == NRMA_CONN_CONNECTED ? 0 :
+								-FI_ENOTCONN;
+}
+
 /*
  * The connection to dest, once it is up; a connected endpoint's one, and
  * dest means nothing.  One that dest led to, up, while the AV removed
@@ -96,33 +120,21 @@ int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
 {
 	struct nrma_addr_table *table;
 	struct nrma_conn *up;
-	struct sockaddr_in peer;
 	uint64_t removals;
-	int ret;
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (nrma_ep_is_msg(ep)) {
-		*conn = nrma_cm_msg_conn(ep->cm);
-		return *conn && (*conn)->state == NRMA_CONN_CONNECTED ?
-			       0 :
-			       -FI_ENOTCONN;
-	}
+	if (nrma_ep_is_msg(ep))
+		return tx_connection_msg(ep, conn);
 	table = &ep->av->table;
 	/* A scalable peer's receive contexts share one connection. */
 	dest = nrma_addr_base(table, dest);
 	removals = nrma_addr_table_removals(table);
 	up = nrma_cm_conn_up(ep->cm, dest);
-	if (up && up->av_removals == removals) {
-		*conn = up;
-		return 0;
-	}
-	if (nrma_addr_table_get(table, dest, &peer))
-		return -FI_EINVAL;
-	ret = nrma_cm_conn_get(ep->cm, dest, &peer, conn);
-	if (!ret)
-		(*conn)->av_removals = removals;
-	return ret;
+	if (!up || up->av_removals != removals)
+		return tx_connection_get(ep, dest, removals, conn);
+	*conn = up;
+	return 0;
 }
 
 /*
@@ -230,7 +242,7 @@ static void tx_held_settle(struct nrma_ep *ep, struct nrma_conn *conn)
 
 	if (busy && !listed) {
 		nrma_conn_hold(conn);
-		nrma_dlist_insert_tail(&xc->held_link, &ep->xfer->held_conns);
+		nrma_xfer_wait(ep->xfer, &xc->held_link, &ep->xfer->held_conns);
 	} else if (!busy && listed) {
 		nrma_dlist_remove(&xc->held_link);
 		nrma_conn_release(conn);

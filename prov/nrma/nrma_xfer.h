@@ -146,6 +146,7 @@ enum nrma_op_batch {
 struct nrma_op {
 	/* What every kind reads: nrma_op_alloc clears it. */
 	enum nrma_op_kind kind;
+	uint32_t index; /* its slot in the token table: no division */
 	struct nrma_conn *conn;
 	void *context;
 	uint64_t flags; /* completion flags, FI_COMPLETION */
@@ -305,6 +306,9 @@ struct nrma_xfer {
 	struct nrma_dlist connecting;	  /* sends waiting for a connection */
 	struct nrma_dlist triggered;	  /* held for their counters */
 	struct nrma_dlist held_conns;	  /* with transmits held for a key */
+	/* Something was queued on one of the lists nrma_xfer_waiting looks
+	 * at since progress last found them all empty. */
+	bool waiting;
 };
 
 /*
@@ -325,6 +329,25 @@ static inline bool nrma_xfer_waiting(const struct nrma_xfer *x)
 	       !nrma_dlist_empty(&x->held_conns) ||
 	       !nrma_dlist_empty(&x->blocked_conns) ||
 	       !nrma_dlist_empty(&x->credit_owed);
+}
+
+/*
+ * Queues link on one of the lists of waiting work above, at its tail (or
+ * its head): progress, which otherwise skips them, retries them.
+ */
+static inline void nrma_xfer_wait(struct nrma_xfer *x, struct nrma_dlist *link,
+				  struct nrma_dlist *head)
+{
+	nrma_dlist_insert_tail(link, head);
+	x->waiting = true;
+}
+
+static inline void nrma_xfer_wait_first(struct nrma_xfer *x,
+					struct nrma_dlist *link,
+					struct nrma_dlist *head)
+{
+	nrma_dlist_insert_head(link, head);
+	x->waiting = true;
 }
 
 /* Receive buffers and contexts (nrma_rx.c) */
@@ -368,8 +391,7 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
 				  struct nrma_conn *conn);
 struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index);
 uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
-int nrma_op_post(struct nrma_xfer *x, struct nrma_op *op,
-		 struct nrma_wr_chain *chain);
+int nrma_op_post(struct nrma_op *op, struct nrma_wr_chain *chain);
 int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,
 		   struct nrma_verbs_mr **vmr, uint64_t *key);
