@@ -84,7 +84,7 @@ int nrma_cm_id_name(struct rdma_cm_id *id, struct sockaddr_in *name)
 
 static int cm_bind(struct nrma_cm *cm, const struct sockaddr_in *addr)
 {
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id = NULL; /* GCC cannot see the bind set it */
 	int ret = nrma_cm_id_bind(cm->channel, addr, &id);
 
 	if (ret)

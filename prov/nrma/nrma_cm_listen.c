@@ -27,7 +27,7 @@ struct nrma_cm_listener {
 static int listener_bind(struct nrma_cm_listener *l,
 			 const struct sockaddr_in *addr)
 {
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id = NULL; /* GCC cannot see the bind set it */
 	int ret = nrma_cm_id_bind(l->channel, addr, &id);
 
 	if (ret)
