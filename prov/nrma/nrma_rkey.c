@@ -122,6 +122,13 @@ static bool rkey_stale(const struct nrma_rkey *rk, struct nrma_conn *conn,
 	       rk->changes != rkey_peer_changes(conn);
 }
 
+/* Whether rk holds key's slot as the peer has it now: no need to ask. */
+static bool rkey_current(const struct nrma_rkey *rk, struct nrma_conn *conn,
+			 uint64_t key)
+{
+	return rk->state == NRMA_RKEY_KNOWN && !rkey_stale(rk, conn, key);
+}
+
 /*
  * Brings rk up to date for key: 0 once its slot is known, else what the
  * operation says now (see nrma_rkey_target).
@@ -175,7 +182,7 @@ static NRMA_NOINLINE int rkey_target_lookup(struct nrma_ep *ep,
 	rk = rkey_entry(conn, key);
 	if (!rk)
 		return -FI_EAGAIN;
-	if (rk->state != NRMA_RKEY_KNOWN || rkey_stale(rk, conn, key)) {
+	if (!rkey_current(rk, conn, key)) {
 		ret = rkey_resolve(ep, conn, rk, key);
 		if (ret)
 			return ret;
@@ -195,8 +202,7 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 	const struct nrma_rkey *rk =
 		conn->xfer->rkey_hot[hash_key % NRMA_RKEY_HOT];
 
-	if (!rk || rk->hash_key != hash_key || rk->state != NRMA_RKEY_KNOWN ||
-	    rkey_stale(rk, conn, key))
+	if (!rk || rk->hash_key != hash_key || !rkey_current(rk, conn, key))
 		return rkey_target_lookup(ep, conn, key, addr, len, access,
 					  remote);
 	return rkey_slot_target(ep, rk, addr, len, access, remote);

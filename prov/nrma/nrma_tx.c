@@ -101,14 +101,6 @@ static NRMA_NOINLINE int tx_connection_get(struct nrma_ep *ep, fi_addr_t dest,
 	return ret;
 }
 
-static NRMA_NOINLINE int tx_connection_msg(struct nrma_ep *ep,
-					   struct nrma_conn **conn)
-{
-	*conn = nrma_cm_msg_conn(ep->cm);
-	return *conn && (*conn)->state == NRMA_CONN_CONNECTED ? 0 :
-								-FI_ENOTCONN;
-}
-
 /*
  * The connection to dest, once it is up; a connected endpoint's one, and
  * dest means nothing.  One that dest led to, up, while the AV removed
@@ -124,8 +116,12 @@ int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (nrma_ep_is_msg(ep))
-		return tx_connection_msg(ep, conn);
+	if (nrma_ep_is_msg(ep)) {
+		*conn = nrma_cm_msg_conn(ep->cm);
+		return *conn && (*conn)->state == NRMA_CONN_CONNECTED ?
+			       0 :
+			       -FI_ENOTCONN;
+	}
 	table = &ep->av->table;
 	/* A scalable peer's receive contexts share one connection. */
 	dest = nrma_addr_base(table, dest);
