@@ -8,13 +8,18 @@
 
 int nrma_ring_init(struct nrma_ring *ring, size_t capacity, size_t elem_size)
 {
-	if (!capacity || !elem_size)
+	size_t slots = 1;
+
+	if (!capacity || !elem_size || capacity > SIZE_MAX / 2 + 1)
 		return -EINVAL;
-	ring->elems = calloc(capacity, elem_size);
+	while (slots < capacity)
+		slots *= 2;
+	ring->elems = calloc(slots, elem_size);
 	if (!ring->elems)
 		return -ENOMEM;
 	ring->elem_size = elem_size;
 	ring->capacity = capacity;
+	ring->mask = slots - 1;
 	ring->head = 0;
 	ring->count = 0;
 	return 0;

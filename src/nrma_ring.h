@@ -13,7 +13,10 @@
 struct nrma_ring {
 	char *elems;
 	size_t elem_size;
-	size_t capacity;
+	size_t capacity; /* elements it holds at most */
+	/* Its slots are a power of two, at least capacity: a slot's index
+	 * wraps with this mask, no compare. */
+	size_t mask;
 	size_t head; /* index of the oldest element */
 	size_t count;
 };
@@ -31,12 +34,10 @@ static inline bool nrma_ring_full(const struct nrma_ring *ring)
 	return ring->count == ring->capacity;
 }
 
-/* Where slot head + i lies: i < capacity, so one wrap at most. */
+/* Where slot head + i lies. */
 static inline size_t nrma_ring_index(const struct nrma_ring *ring, size_t i)
 {
-	size_t at = ring->head + i;
-
-	return at >= ring->capacity ? at - ring->capacity : at;
+	return (ring->head + i) & ring->mask;
 }
 
 /* The i-th oldest element, i < count. */

@@ -37,33 +37,27 @@ static uint32_t token_random(struct nrma_token_table *table)
 	return table->random[--table->random_left];
 }
 
-static uint32_t token_counted(struct nrma_token_table *table)
-{
-	return ++table->taken;
-}
-
-/* A free slot, its generation from next(): never 0, which means free. */
-static int64_t token_take(struct nrma_token_table *table,
-			  uint32_t (*next)(struct nrma_token_table *))
+/* A free slot, its generation counted: never 0, which means free. */
+int64_t nrma_token_get_local(struct nrma_token_table *table)
 {
 	int64_t index = nrma_bufpool_get(&table->slots);
 
 	if (index < 0)
 		return index;
 	do
-		table->gen[index] = next(table);
+		table->gen[index] = ++table->taken;
 	while (!table->gen[index]);
 	return index;
 }
 
-int64_t nrma_token_get(struct nrma_token_table *table)
+void nrma_token_seal(struct nrma_token_table *table, uint32_t index)
 {
-	return token_take(table, token_random);
-}
+	uint32_t gen;
 
-int64_t nrma_token_get_local(struct nrma_token_table *table)
-{
-	return token_take(table, token_counted);
+	do
+		gen = token_random(table);
+	while (!gen || gen == table->gen[index]);
+	table->gen[index] = gen;
 }
 
 void nrma_token_put(struct nrma_token_table *table, uint32_t index)

@@ -4,8 +4,9 @@
  * peer may echo back (an ACK names the send it completes).  A token is
  * the slot's index and the generation it got when it was taken, so a
  * token of a slot freed and taken again finds nothing.  Generations are
- * random and never 0: a peer that sees some tokens cannot tell others
- * (slots whose token stays here count instead).
+ * never 0, counted while a token stays here, and random once it is to go
+ * to a peer (nrma_token_seal): a peer that sees some tokens cannot tell
+ * others.
  * They come from a buffer that one arc4random_buf call fills: glibc's
  * arc4random makes a getrandom system call each time, which would cost
  * every operation a system call.
@@ -31,13 +32,17 @@ struct nrma_token_table {
 int nrma_token_table_init(struct nrma_token_table *table, size_t count,
 			  size_t slot_size);
 void nrma_token_table_fini(struct nrma_token_table *table);
-/* A free slot's index, or -1 when all are in use. */
-int64_t nrma_token_get(struct nrma_token_table *table);
 /*
- * The same for a slot whose token no peer ever sees: its generation only
- * tells this use from the slot's last, and costs no random word.
+ * A free slot's index, or -1 when all are in use.  Its generation only
+ * tells this use from the slot's last (a count: no random word), while
+ * its token stays here.
  */
 int64_t nrma_token_get_local(struct nrma_token_table *table);
+/*
+ * Gives a slot in use a random generation, once its token is to go to a
+ * peer: its old token finds nothing any more.
+ */
+void nrma_token_seal(struct nrma_token_table *table, uint32_t index);
 void nrma_token_put(struct nrma_token_table *table, uint32_t index);
 uint64_t nrma_token_of(const struct nrma_token_table *table, uint32_t index);
 /* The index of the slot in use that token names, or -1. */

@@ -123,6 +123,11 @@ struct nrma_xfer;
  * then needs no registers saved (GCC and clang).
  */
 #define NRMA_NOINLINE __attribute__((noinline))
+/*
+ * Folds a step of a per-operation loop into the loop: its registers are
+ * saved once per loop, not once per operation.
+ */
+#define NRMA_INLINE   inline __attribute__((always_inline))
 
 #define NRMA_WARN(subsys, ...) FI_WARN(&nrma_prov, subsys, __VA_ARGS__)
 #define NRMA_INFO(subsys, ...) FI_INFO(&nrma_prov, subsys, __VA_ARGS__)

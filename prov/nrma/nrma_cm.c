@@ -388,6 +388,7 @@ static int conn_create_qp(struct nrma_conn *conn)
 	if (ret)
 		return ret;
 	conn->sq_free = cm->attr.sq_depth;
+	conn->max_inline = nrma_verbs_qp_max_inline(conn->qp);
 	return 0;
 }
 

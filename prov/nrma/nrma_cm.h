@@ -58,7 +58,8 @@ struct nrma_conn {
 	fi_addr_t fi_addr;	 /* FI_ADDR_NOTAVAIL until known */
 	uint64_t av_removals;	 /* the AV's removals when it was checked */
 	uint32_t qp_num;
-	size_t sq_free; /* send queue slots not in use */
+	size_t sq_free;	   /* send queue slots not in use */
+	size_t max_inline; /* bytes a request carries inline (its QP's) */
 	/* The stall watch (nrma_conn_stalled). */
 	uint64_t sq_done;    /* chains of work requests the device ended */
 	uint64_t stall_seen; /* sq_done when last looked at */

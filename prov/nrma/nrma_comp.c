@@ -27,11 +27,10 @@ _Static_assert(offsetof(struct fi_cq_err_entry, op_context) ==
 	       "an error entry begins with a tagged entry's fields");
 
 /*
- * Queues one entry, written in its ring slot; err (allocated, or NULL)
- * makes it an error entry.  A full ring grows as a backstop.
+ * Takes the CQ's lock and a slot at its ring's tail for an entry, or NULL
+ * when the ring, full, cannot grow (its backstop).  comp_cq_end lets go.
  */
-static void comp_cq_push(struct nrma_cq *cq, const struct nrma_comp *comp,
-			 struct fi_cq_err_entry *err)
+static struct nrma_cq_entry *comp_cq_begin(struct nrma_cq *cq)
 {
 	struct nrma_cq_entry *slot;
 
@@ -39,6 +38,27 @@ static void comp_cq_push(struct nrma_cq *cq, const struct nrma_comp *comp,
 	slot = nrma_ring_push(&cq->comps);
 	if (!slot && !nrma_ring_grow(&cq->comps))
 		slot = nrma_ring_push(&cq->comps);
+	if (!slot)
+		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
+	return slot;
+}
+
+static void comp_cq_end(struct nrma_cq *cq)
+{
+	nrma_cq_room_update(cq);
+	nrma_wait_raise(&cq->wait);
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/*
+ * Queues one entry, written in its ring slot; err (allocated, or NULL)
+ * makes it an error entry.
+ */
+static void comp_cq_push(struct nrma_cq *cq, const struct nrma_comp *comp,
+			 struct fi_cq_err_entry *err)
+{
+	struct nrma_cq_entry *slot = comp_cq_begin(cq);
+
 	if (slot) {
 		slot->comp = (struct fi_cq_tagged_entry){
 			.op_context = comp->context,
@@ -54,12 +74,9 @@ static void comp_cq_push(struct nrma_cq *cq, const struct nrma_comp *comp,
 			memcpy(err, &slot->comp, sizeof(slot->comp));
 		cq->errors += err != NULL;
 	} else {
-		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
 		free(err);
 	}
-	nrma_cq_room_update(cq);
-	nrma_wait_raise(&cq->wait);
-	pthread_mutex_unlock(&cq->lock);
+	comp_cq_end(cq);
 }
 
 static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
@@ -152,6 +169,24 @@ void nrma_comp_tx(struct nrma_ep *ep, const struct nrma_comp *comp)
 	comp_report(ep->tx_cq, comp_tx_cntr(ep, comp->flags), comp);
 }
 
+void nrma_comp_tx_done(struct nrma_ep *ep, void *context, uint64_t flags)
+{
+	struct nrma_cq *cq = ep->tx_cq;
+	struct nrma_cq_entry *slot;
+
+	if (cq && (flags & FI_COMPLETION)) {
+		slot = comp_cq_begin(cq);
+		if (slot)
+			*slot = (struct nrma_cq_entry){
+				.comp.op_context = context,
+				.comp.flags = flags & ~FI_COMPLETION,
+				.src_addr = FI_ADDR_NOTAVAIL,
+			};
+		comp_cq_end(cq);
+	}
+	comp_cntr_bump(comp_tx_cntr(ep, flags), false);
+}
+
 void nrma_comp_recv(struct nrma_ep *ep, const struct nrma_comp *comp)
 {
 	comp_report(ep->rx_cq, ep->recv_cntr, comp);
@@ -179,8 +214,8 @@ size_t nrma_comp_room(struct nrma_ep *ep)
 {
 	size_t room = ep->tx_cq ? comp_cq_room(ep->tx_cq) : SIZE_MAX, cq_room;
 
-	/* Most endpoints have one CQ for both: one lock per progress. */
-	if (ep->rx_cq && ep->rx_cq != ep->tx_cq &&
+	/* Most endpoints have one CQ for both: one look. */
+	if (ep->rx_cq != ep->tx_cq && ep->rx_cq &&
 	    (cq_room = comp_cq_room(ep->rx_cq)) < room)
 		room = cq_room;
 	return room;

@@ -26,6 +26,9 @@ struct nrma_comp {
 /* An operation the endpoint initiated: its entry, and a bump of its
  * send, read or write counter.  Errors are always reported. */
 void nrma_comp_tx(struct nrma_ep *ep, const struct nrma_comp *comp);
+/* One that succeeded and says only its context and flags: the same entry
+ * and bump, with no struct nrma_comp to fill and read. */
+void nrma_comp_tx_done(struct nrma_ep *ep, void *context, uint64_t flags);
 /* A receive the application posted, with its receive counter. */
 void nrma_comp_recv(struct nrma_ep *ep, const struct nrma_comp *comp);
 /* An entry on the receive CQ that no receive or counter stands for. */

@@ -213,9 +213,7 @@ int nrma_credit_post(struct nrma_op *op, struct nrma_hdr *hdr,
 	 * registered memory later, and the sender's CPU has it in cache. */
 	nrma_wr_chain_init(&chain);
 	nrma_wr_rdma(&chain, NRMA_WR_SEND, sge, 1, 0, 0, 0,
-		     sge->len <= nrma_verbs_qp_max_inline(conn->qp) ?
-			     NRMA_WR_FLAG_INLINE :
-			     0);
+		     sge->len <= conn->max_inline ? NRMA_WR_FLAG_INLINE : 0);
 	return nrma_op_post(op, &chain);
 }
 

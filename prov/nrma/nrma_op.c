@@ -18,12 +18,11 @@ uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op)
 	return nrma_token_of(&x->ops, op->index);
 }
 
+/* Its token stays here, unless nrma_op_seal gets it ready to go out. */
 struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 			      struct nrma_conn *conn)
 {
-	/* Only a send's token goes to the peer (its ACK names it). */
-	int64_t index = kind == NRMA_OP_SEND ? nrma_token_get(&x->ops) :
-					       nrma_token_get_local(&x->ops);
+	int64_t index = nrma_token_get_local(&x->ops);
 	struct nrma_op *op;
 
 	if (index < 0)
@@ -37,6 +36,11 @@ struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 	if (conn)
 		nrma_conn_hold(conn);
 	return op;
+}
+
+void nrma_op_seal(struct nrma_xfer *x, const struct nrma_op *op)
+{
+	nrma_token_seal(&x->ops, op->index);
 }
 
 void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)

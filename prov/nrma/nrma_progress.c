@@ -76,7 +76,8 @@ static bool progress_chain_done(struct nrma_op *op, const struct nrma_wc *wc)
 	return true;
 }
 
-static void progress_op_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
+static NRMA_INLINE void progress_op_wc(struct nrma_ep *ep,
+				       const struct nrma_wc *wc)
 {
 	struct nrma_op *op = nrma_op_at(ep->xfer, (uint32_t) wc->wr_id);
 
@@ -202,9 +203,12 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 			     nrma_params.stall_ms + NRMA_CLOCK_TICK_MS);
 }
 
-/* A disabled endpoint's device completes nothing more
- * (nrma_progress_disable). */
-int nrma_progress_poll(struct nrma_ep *ep)
+/*
+ * A disabled endpoint's device completes nothing more
+ * (nrma_progress_disable).  Inline in nrma_progress_ep, the path of every
+ * CQ and counter read.
+ */
+static NRMA_INLINE int progress_poll(struct nrma_ep *ep)
 {
 	struct nrma_wc wc[NRMA_POLL_BATCH];
 	int budget, n;
@@ -224,6 +228,11 @@ int nrma_progress_poll(struct nrma_ep *ep)
 		progress_watch_stalls(ep);
 	progress_retry(ep);
 	return n > 0 ? n : 0;
+}
+
+int nrma_progress_poll(struct nrma_ep *ep)
+{
+	return progress_poll(ep);
 }
 
 ssize_t nrma_progress_rx_ctx_recv(struct nrma_rx_ctx *rc,
@@ -296,7 +305,7 @@ void nrma_progress_ep(struct nrma_ep *ep)
 
 	pthread_mutex_lock(ep->lock);
 	if (ep->enabled) {
-		nrma_progress_poll(ep);
+		progress_poll(ep);
 		nrma_cm_reap(ep->cm);
 		triggered = !nrma_dlist_empty(&ep->xfer->triggered);
 	}

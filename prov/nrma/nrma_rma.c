@@ -21,18 +21,25 @@
 #include "nrma_xfer.h"
 
 /* Whether a write's payload goes inline: no bounce copy, no key. */
-static bool rma_inline(const struct nrma_op *op, const struct nrma_rma_args *a)
+static bool rma_inline(const struct nrma_conn *conn,
+		       const struct nrma_rma_args *a, size_t len)
 {
-	return !(a->flags & FI_READ) && op->len && op->conn->qp &&
-	       op->len <= nrma_verbs_qp_max_inline(op->conn->qp);
+	return !(a->flags & FI_READ) && len && len <= conn->max_inline;
 }
 
 /* A payload the device copies as it is posted: its segments as they are. */
-static size_t rma_local_inline(const struct nrma_rma_args *a,
+static size_t rma_local_inline(const struct nrma_rma_args *a, size_t len,
 			       struct nrma_sge *sge)
 {
 	size_t n = 0;
 
+	if (a->count == 1) { /* most writes: len is its one segment's */
+		sge[0] = (struct nrma_sge){
+			.addr = (uintptr_t) a->iov[0].iov_base,
+			.len = (uint32_t) len,
+		};
+		return 1;
+	}
 	for (size_t i = 0; i < a->count; i++)
 		if (a->iov[i].iov_len)
 			sge[n++] = (struct nrma_sge){
@@ -216,8 +223,8 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->context = a->context;
 		op->len = len;
 		op->flags = flags;
-		wr_inline = rma_inline(op, a);
-		n = wr_inline ? (int) rma_local_inline(a, sge) :
+		wr_inline = rma_inline(conn, a, len);
+		n = wr_inline ? (int) rma_local_inline(a, len, sge) :
 				rma_local(ep, op, a, sge);
 	}
 	if (n >= 0) {
@@ -298,14 +305,21 @@ ssize_t nrma_rma_write_small(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	return nrma_tx_submit(ep, a->dest, rma_post, a, a->len, false);
 }
 
+/* A small read landed in its bounce buffer: on to the application's. */
+static NRMA_NOINLINE void rma_read_land(struct nrma_ep *ep,
+					const struct nrma_op *op)
+{
+	nrma_iov_scatter(op->iov, op->iov_count, 0,
+			 nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
+			 op->len);
+}
+
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 {
 	if (op->wc_pending || nrma_batch_holds(ep, op))
 		return;
 	if (!op->error && op->buf >= 0 && (op->flags & FI_READ))
-		nrma_iov_scatter(op->iov, op->iov_count, 0,
-				 nrma_bufpool_buf(&ep->xfer->tx_bufs, op->buf),
-				 op->len);
+		rma_read_land(ep, op);
 	nrma_tx_report(ep, op);
 	nrma_tx_ended(ep->xfer);
 	nrma_op_free(ep->xfer, op);

@@ -97,7 +97,7 @@ static int send_go(struct nrma_xfer *x, struct nrma_op *op)
 	ret = nrma_credit_post(op, hdr, &sge);
 	if (ret)
 		nrma_credit_untake(op->conn, NRMA_CREDIT_MSG);
-	else
+	else if (op->ack_pending) /* nrma_send_check_peers times its wait */
 		op->sent_ms = nrma_xfer_now_ms();
 	return ret;
 }
@@ -137,6 +137,9 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, true);
 	if (!op)
 		return -FI_EAGAIN;
+	/* Only a rendezvous, or an eager send that asks, gets an ACK. */
+	if (msg_len > x->eager_size || (a->flags & FI_DELIVERY_COMPLETE))
+		nrma_op_seal(x, op);
 	op->dest = a->dest;
 	op->context = a->context;
 	op->len = msg_len;

@@ -54,8 +54,10 @@ void nrma_tx_probe(struct nrma_ep *ep, struct nrma_conn *conn)
 		conn->xfer->probing = true;
 }
 
-static void tx_report_entry(struct nrma_ep *ep, void *context, uint64_t flags,
-			    int err, int prov_errno)
+/* An error entry (nrma_comp_tx_done writes a success's). */
+static NRMA_NOINLINE void tx_report_entry(struct nrma_ep *ep, void *context,
+					  uint64_t flags, int err,
+					  int prov_errno)
 {
 	struct nrma_comp comp = {
 		.context = context,
@@ -70,7 +72,11 @@ static void tx_report_entry(struct nrma_ep *ep, void *context, uint64_t flags,
 
 void nrma_tx_report(struct nrma_ep *ep, const struct nrma_op *op)
 {
-	tx_report_entry(ep, op->context, op->flags, op->error, op->prov_errno);
+	if (!op->error)
+		nrma_comp_tx_done(ep, op->context, op->flags);
+	else
+		tx_report_entry(ep, op->context, op->flags, op->error,
+				op->prov_errno);
 }
 
 /*

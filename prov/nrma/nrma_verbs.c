@@ -575,12 +575,6 @@ int nrma_verbs_post(struct nrma_verbs_qp *qp, struct nrma_wr_chain *c,
 	int ret;
 
 	*posted = 0;
-	if (!c->count || c->count > NRMA_VERBS_CHAIN_MAX)
-		return -FI_EINVAL;
-	/* The queue pairs take NRMA_IOV_LIMIT sges a request (nrma_ep.c). */
-	for (size_t i = 0; i < c->count; i++)
-		if (c->wr[i].num_sge > NRMA_IOV_LIMIT)
-			return -FI_EINVAL;
 	for (size_t i = 0; i < last; i++) {
 		c->wr[i].wr_id = wr_id;
 		c->wr[i].next = &c->wr[i + 1];

@@ -206,7 +206,10 @@ static inline void nrma_wr_atomic(struct nrma_wr_chain *c, enum nrma_wr_op op,
  * in order, so its completion stands for the chain's; the others complete
  * only in error).  *posted says how many went, also on an error (the ones
  * before the failing one).  Callers keep the send queue from overflowing,
- * so an error means a broken queue pair.
+ * so an error means a broken queue pair.  c holds at least one request,
+ * each with no more sges than the queue pairs take (NRMA_IOV_LIMIT, as
+ * tx_attr->iov_limit bounds a transmit's): the data path checks them once,
+ * where the application hands them in.
  */
 int nrma_verbs_post(struct nrma_verbs_qp *qp, struct nrma_wr_chain *c,
 		    uint64_t wr_id, uint64_t last_id, size_t *posted);

@@ -391,6 +391,12 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
 				  struct nrma_conn *conn);
 struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index);
 uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
+/*
+ * An operation whose token goes to the peer, to come back in an ACK (a
+ * send that waits for one): a random one, which a peer cannot guess from
+ * others it saw.  Before its token is read.
+ */
+void nrma_op_seal(struct nrma_xfer *x, const struct nrma_op *op);
 int nrma_op_post(struct nrma_op *op, struct nrma_wr_chain *chain);
 int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,

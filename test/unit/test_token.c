@@ -25,10 +25,20 @@ static int token_teardown(void **state)
 	return 0;
 }
 
+/* A slot whose token goes to a peer: random generations. */
+static int64_t token_get_sealed(struct nrma_token_table *t)
+{
+	int64_t index = nrma_token_get_local(t);
+
+	if (index >= 0)
+		nrma_token_seal(t, (uint32_t) index);
+	return index;
+}
+
 static void test_token_names_its_slot(void **state)
 {
 	struct nrma_token_table *t = *state;
-	int64_t a = nrma_token_get(t), b = nrma_token_get(t);
+	int64_t a = token_get_sealed(t), b = token_get_sealed(t);
 
 	assert_true(a >= 0 && b >= 0 && a != b);
 	assert_int_equal(nrma_token_find(t, nrma_token_of(t, a)), a);
@@ -42,14 +52,14 @@ static void test_token_names_its_slot(void **state)
 static void test_stale_token(void **state)
 {
 	struct nrma_token_table *t = *state;
-	int64_t a = nrma_token_get(t);
+	int64_t a = token_get_sealed(t);
 	uint64_t old = nrma_token_of(t, a);
 	int64_t again;
 
 	nrma_token_put(t, a);
 	assert_false(nrma_token_in_use(t, a));
 	assert_int_equal(nrma_token_find(t, old), -1);
-	again = nrma_token_get(t);
+	again = token_get_sealed(t);
 	assert_int_equal(again, a); /* the free stack hands it back */
 	assert_int_equal(nrma_token_find(t, old), -1);
 	assert_int_equal(nrma_token_find(t, nrma_token_of(t, again)), again);
@@ -58,7 +68,7 @@ static void test_stale_token(void **state)
 static void test_forged_tokens(void **state)
 {
 	struct nrma_token_table *t = *state;
-	int64_t a = nrma_token_get(t);
+	int64_t a = token_get_sealed(t);
 	uint64_t token = nrma_token_of(t, a);
 
 	assert_int_equal(nrma_token_find(t, token ^ (1ULL << 40)), -1);
@@ -78,7 +88,7 @@ static void test_generations_unpredictable(void **state)
 	int steps = 0, same = 0;
 
 	for (int i = 0; i < 64; i++) {
-		int64_t a = nrma_token_get(t);
+		int64_t a = token_get_sealed(t);
 		uint64_t gen = nrma_token_of(t, a) >> 32;
 
 		assert_true(gen != 0);
@@ -100,7 +110,7 @@ static void test_generations_across_batches(void **state)
 	int repeats = 0;
 
 	for (int i = 0; i < N; i++) {
-		int64_t a = nrma_token_get(t);
+		int64_t a = token_get_sealed(t);
 
 		gen[i] = nrma_token_of(t, a) >> 32;
 		assert_true(gen[i] != 0);
@@ -135,16 +145,30 @@ static void test_local_tokens(void **state)
 	}
 }
 
+/* A sealed slot's counted token, seen before it went out, finds nothing. */
+static void test_seal_replaces_token(void **state)
+{
+	struct nrma_token_table *t = *state;
+	int64_t a = nrma_token_get_local(t);
+	uint64_t local = nrma_token_of(t, a);
+
+	nrma_token_seal(t, (uint32_t) a);
+	assert_true(nrma_token_in_use(t, a));
+	assert_true(nrma_token_of(t, a) != local);
+	assert_int_equal(nrma_token_find(t, local), -1);
+	assert_int_equal(nrma_token_find(t, nrma_token_of(t, a)), a);
+}
+
 static void test_exhaustion(void **state)
 {
 	struct nrma_token_table *t = *state;
 	int64_t got[COUNT];
 
 	for (int i = 0; i < COUNT; i++)
-		assert_true((got[i] = nrma_token_get(t)) >= 0);
-	assert_int_equal(nrma_token_get(t), -1);
+		assert_true((got[i] = token_get_sealed(t)) >= 0);
+	assert_int_equal(token_get_sealed(t), -1);
 	nrma_token_put(t, got[1]);
-	assert_int_equal(nrma_token_get(t), got[1]);
+	assert_int_equal(token_get_sealed(t), got[1]);
 	assert_int_equal(nrma_token_count(t), COUNT);
 }
 
@@ -158,6 +182,7 @@ int main(void)
 		T(test_generations_unpredictable),
 		T(test_generations_across_batches),
 		T(test_local_tokens),
+		T(test_seal_replaces_token),
 		T(test_exhaustion),
 	};
 #undef T
