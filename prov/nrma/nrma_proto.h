@@ -168,7 +168,7 @@ struct nrma_hdr {
 	uint8_t seg_count; /* rendezvous segments that follow */
 	uint8_t rx_ctx;	   /* the receiver's receive context (named) */
 	uint32_t cq_data;
-	uint64_t token; /* the sender's operation, for ACK */
+	uint64_t token; /* the sender's operation, for its ACK; 0: none owed */
 	uint64_t len;	/* message length */
 	uint64_t tag;
 	uint16_t credits_msg; /* given back: buffers of our messages */

@@ -11,13 +11,26 @@
 #include "nrma_trigger.h"
 #include "nrma_xfer.h"
 
-static size_t send_fill_eager(struct nrma_op *op, struct nrma_hdr *hdr,
+/*
+ * A send that waits for the peer's ACK names itself in its header, with a
+ * token the peer cannot guess from others it saw; other sends name none.
+ */
+static void send_await_ack(struct nrma_xfer *x, struct nrma_op *op,
+			   struct nrma_hdr *hdr)
+{
+	op->ack_pending = true;
+	nrma_op_seal(x, op);
+	hdr->token = nrma_op_token(x, op);
+}
+
+static size_t send_fill_eager(struct nrma_xfer *x, struct nrma_op *op,
+			      struct nrma_hdr *hdr,
 			      const struct nrma_send_args *a)
 {
 	hdr->op = NRMA_HDR_EAGER;
 	if (a->flags & FI_DELIVERY_COMPLETE) {
 		hdr->flags |= NRMA_HDR_ACK_REQ;
-		op->ack_pending = true;
+		send_await_ack(x, op, hdr);
 	}
 	nrma_iov_gather(hdr + 1, a->iov, a->count, 0, hdr->len);
 	return sizeof(*hdr) + hdr->len;
@@ -51,7 +64,7 @@ static int send_fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
 			.rkey = (uint32_t) key,
 		};
 	}
-	op->ack_pending = true;
+	send_await_ack(ep->xfer, op, hdr);
 	return sizeof(*hdr) + hdr->seg_count * sizeof(*seg);
 }
 
@@ -62,12 +75,10 @@ static unsigned int send_rx_ctx(const struct nrma_ep *ep,
 	return ep->av ? nrma_addr_rx_ctx(&ep->av->table, a->dest) : 0;
 }
 
-static void send_fill_hdr(struct nrma_ep *ep, struct nrma_op *op,
-			  struct nrma_hdr *hdr, const struct nrma_send_args *a,
-			  size_t msg_len)
+static void send_fill_hdr(struct nrma_ep *ep, struct nrma_hdr *hdr,
+			  const struct nrma_send_args *a, size_t msg_len)
 {
 	*hdr = (struct nrma_hdr){ .len = msg_len,
-				  .token = nrma_op_token(ep->xfer, op),
 				  .tag = a->tag,
 				  .rx_ctx = (uint8_t) send_rx_ctx(ep, a) };
 	if (a->flags & FI_TAGGED)
@@ -137,17 +148,14 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, true);
 	if (!op)
 		return -FI_EAGAIN;
-	/* Only a rendezvous, or an eager send that asks, gets an ACK. */
-	if (msg_len > x->eager_size || (a->flags & FI_DELIVERY_COMPLETE))
-		nrma_op_seal(x, op);
 	op->dest = a->dest;
 	op->context = a->context;
 	op->len = msg_len;
 	op->flags = FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
 		    nrma_tx_comp_flags(ep, a->flags, a->silent);
 	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
-	send_fill_hdr(ep, op, hdr, a, msg_len);
-	ret = msg_len <= x->eager_size ? (int) send_fill_eager(op, hdr, a) :
+	send_fill_hdr(ep, hdr, a, msg_len);
+	ret = msg_len <= x->eager_size ? (int) send_fill_eager(x, op, hdr, a) :
 					 send_fill_rndv(ep, op, hdr, a);
 	if (ret >= 0)
 		ret = conn ? send_start(ep, op) : send_wait_connection(x, op);
