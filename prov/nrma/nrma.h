@@ -532,6 +532,9 @@ struct nrma_ep {
 	pthread_mutex_t own_lock;
 	struct nrma_cq *tx_cq;
 	struct nrma_cq *rx_cq;
+	/* While progress reaps a poll: its transmits' successes, written to
+	 * tx_cq together (nrma_comp.h); else NULL. */
+	struct nrma_comp_batch *comp_batch;
 	uint64_t tx_cq_flags;
 	uint64_t rx_cq_flags;
 	struct nrma_cntr *send_cntr;

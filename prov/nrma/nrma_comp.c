@@ -27,20 +27,25 @@ _Static_assert(offsetof(struct fi_cq_err_entry, op_context) ==
 	       "an error entry begins with a tagged entry's fields");
 
 /*
- * Takes the CQ's lock and a slot at its ring's tail for an entry, or NULL
- * when the ring, full, cannot grow (its backstop).  comp_cq_end lets go.
+ * A slot at the ring's tail for an entry, with the CQ's lock held, or NULL
+ * when the ring, full, cannot grow (its backstop).
  */
-static struct nrma_cq_entry *comp_cq_begin(struct nrma_cq *cq)
+static struct nrma_cq_entry *comp_cq_slot(struct nrma_cq *cq)
 {
-	struct nrma_cq_entry *slot;
+	struct nrma_cq_entry *slot = nrma_ring_push(&cq->comps);
 
-	pthread_mutex_lock(&cq->lock);
-	slot = nrma_ring_push(&cq->comps);
 	if (!slot && !nrma_ring_grow(&cq->comps))
 		slot = nrma_ring_push(&cq->comps);
 	if (!slot)
 		NRMA_WARN(FI_LOG_CQ, "out of memory: completion lost\n");
 	return slot;
+}
+
+/* Takes the CQ's lock and a slot (comp_cq_slot); comp_cq_end lets go. */
+static struct nrma_cq_entry *comp_cq_begin(struct nrma_cq *cq)
+{
+	pthread_mutex_lock(&cq->lock);
+	return comp_cq_slot(cq);
 }
 
 static void comp_cq_end(struct nrma_cq *cq)
@@ -164,31 +169,95 @@ static struct nrma_cntr *comp_tx_cntr(const struct nrma_ep *ep, uint64_t flags)
 	return flags & FI_WRITE ? ep->write_cntr : ep->send_cntr;
 }
 
+/* A success's entry, as nrma_comp_tx_done writes it. */
+static void comp_cq_write_done(struct nrma_cq_entry *slot, void *context,
+			       uint64_t flags)
+{
+	*slot = (struct nrma_cq_entry){
+		.comp.op_context = context,
+		.comp.flags = flags & ~FI_COMPLETION,
+		.src_addr = FI_ADDR_NOTAVAIL,
+	};
+}
+
+/*
+ * The batch's entries, under one hold of the CQ's lock, then their bumps
+ * (most endpoints count with their CQ alone: no look per entry).
+ */
+static NRMA_NOINLINE void comp_batch_flush(struct nrma_ep *ep)
+{
+	struct nrma_comp_batch *b = ep->comp_batch;
+	struct nrma_cq *cq = ep->tx_cq;
+	struct nrma_cq_entry *slot;
+
+	pthread_mutex_lock(&cq->lock);
+	for (size_t i = 0; i < b->count; i++)
+		if ((slot = comp_cq_slot(cq)))
+			comp_cq_write_done(slot, b->done[i].context,
+					   b->done[i].flags);
+	comp_cq_end(cq);
+	for (size_t i = 0;
+	     (ep->send_cntr || ep->read_cntr || ep->write_cntr) && i < b->count;
+	     i++)
+		comp_cntr_bump(comp_tx_cntr(ep, b->done[i].flags), false);
+	b->count = 0;
+}
+
+/* Before any other entry of ep's: the batch's go first. */
+static void comp_batch_settle(struct nrma_ep *ep)
+{
+	if (ep->comp_batch && ep->comp_batch->count)
+		comp_batch_flush(ep);
+}
+
+bool nrma_comp_batch_begin(struct nrma_ep *ep, struct nrma_comp_batch *batch)
+{
+	if (ep->comp_batch)
+		return false;
+	batch->count = 0;
+	ep->comp_batch = batch;
+	return true;
+}
+
+void nrma_comp_batch_end(struct nrma_ep *ep)
+{
+	comp_batch_settle(ep);
+	ep->comp_batch = NULL;
+}
+
 void nrma_comp_tx(struct nrma_ep *ep, const struct nrma_comp *comp)
 {
+	comp_batch_settle(ep);
 	comp_report(ep->tx_cq, comp_tx_cntr(ep, comp->flags), comp);
 }
 
 void nrma_comp_tx_done(struct nrma_ep *ep, void *context, uint64_t flags)
 {
+	struct nrma_comp_batch *b = ep->comp_batch;
 	struct nrma_cq *cq = ep->tx_cq;
 	struct nrma_cq_entry *slot;
 
-	if (cq && (flags & FI_COMPLETION)) {
-		slot = comp_cq_begin(cq);
-		if (slot)
-			*slot = (struct nrma_cq_entry){
-				.comp.op_context = context,
-				.comp.flags = flags & ~FI_COMPLETION,
-				.src_addr = FI_ADDR_NOTAVAIL,
-			};
-		comp_cq_end(cq);
+	if (!cq || !(flags & FI_COMPLETION)) {
+		comp_cntr_bump(comp_tx_cntr(ep, flags), false);
+		return;
 	}
+	if (b) {
+		if (b->count == NRMA_COMP_BATCH_MAX)
+			comp_batch_flush(ep);
+		b->done[b->count].context = context;
+		b->done[b->count++].flags = flags;
+		return;
+	}
+	slot = comp_cq_begin(cq);
+	if (slot)
+		comp_cq_write_done(slot, context, flags);
+	comp_cq_end(cq);
 	comp_cntr_bump(comp_tx_cntr(ep, flags), false);
 }
 
 void nrma_comp_recv(struct nrma_ep *ep, const struct nrma_comp *comp)
 {
+	comp_batch_settle(ep);
 	comp_report(ep->rx_cq, ep->recv_cntr, comp);
 }
 
@@ -197,6 +266,7 @@ void nrma_comp_rx_event(struct nrma_ep *ep, const struct nrma_comp *comp)
 	struct nrma_comp entry = *comp;
 
 	entry.flags |= FI_COMPLETION;
+	comp_batch_settle(ep);
 	comp_report(ep->rx_cq, NULL, &entry);
 }
 

@@ -23,6 +23,30 @@ struct nrma_comp {
 	int prov_errno; /* a verbs completion status */
 };
 
+/*
+ * The successes one poll reaps (nrma_comp_tx_done) go into the transmit CQ
+ * together, when the poll is done or the batch full: one lock, one ring
+ * update and one wake for all of them.  Any other entry the endpoint
+ * writes meanwhile writes them first, so that its entries keep their
+ * order; their counters are bumped with them.
+ */
+#define NRMA_COMP_BATCH_MAX 16
+
+struct nrma_comp_batch {
+	size_t count;
+	struct {
+		void *context;
+		uint64_t flags;
+	} done[NRMA_COMP_BATCH_MAX];
+};
+
+/*
+ * Opens batch on ep, with ep->lock held: false when one is open already
+ * (the entries go in that one).  nrma_comp_batch_end writes them.
+ */
+bool nrma_comp_batch_begin(struct nrma_ep *ep, struct nrma_comp_batch *batch);
+void nrma_comp_batch_end(struct nrma_ep *ep);
+
 /* An operation the endpoint initiated: its entry, and a bump of its
  * send, read or write counter.  Errors are always reported. */
 void nrma_comp_tx(struct nrma_ep *ep, const struct nrma_comp *comp);

@@ -33,26 +33,47 @@ static size_t cq_format_size(enum fi_cq_format format)
 }
 
 /*
- * The formats are prefixes of fi_cq_tagged_entry, so copying the first
- * cq_format_size() bytes of the stored entry yields any of them; each
- * case copies a constant size, which compiles to a few moves.
+ * Copies the oldest entries before the first error, up to count, each as
+ * its first size bytes (the formats are prefixes of fi_cq_tagged_entry):
+ * how many.  Inline in each case of cq_copy_entries, where size is a
+ * constant: a copy is a few moves, and no format is looked at per entry.
  */
-static void cq_copy_entry(const struct nrma_cq *cq, void *dst,
-			  const struct nrma_cq_entry *entry)
+static NRMA_INLINE size_t cq_copy_run(const struct nrma_cq *cq, char *dst,
+				      size_t count, fi_addr_t *src_addr,
+				      size_t size)
+{
+	const struct nrma_cq_entry *slots = (const void *) cq->comps.elems;
+	size_t n, max = count < cq->comps.count ? count : cq->comps.count;
+
+	for (n = 0; n < max; n++) {
+		const struct nrma_cq_entry *entry =
+			&slots[nrma_ring_index(&cq->comps, n)];
+
+		if (entry->err)
+			break;
+		memcpy(dst + n * size, &entry->comp, size);
+		if (src_addr)
+			src_addr[n] = entry->src_addr;
+	}
+	return n;
+}
+
+static size_t cq_copy_entries(const struct nrma_cq *cq, void *buf, size_t count,
+			      fi_addr_t *src_addr)
 {
 	switch (cq->format) {
 	case FI_CQ_FORMAT_CONTEXT:
-		memcpy(dst, &entry->comp, sizeof(struct fi_cq_entry));
-		break;
+		return cq_copy_run(cq, buf, count, src_addr,
+				   sizeof(struct fi_cq_entry));
 	case FI_CQ_FORMAT_MSG:
-		memcpy(dst, &entry->comp, sizeof(struct fi_cq_msg_entry));
-		break;
+		return cq_copy_run(cq, buf, count, src_addr,
+				   sizeof(struct fi_cq_msg_entry));
 	case FI_CQ_FORMAT_DATA:
-		memcpy(dst, &entry->comp, sizeof(struct fi_cq_data_entry));
-		break;
+		return cq_copy_run(cq, buf, count, src_addr,
+				   sizeof(struct fi_cq_data_entry));
 	default:
-		memcpy(dst, &entry->comp, sizeof(struct fi_cq_tagged_entry));
-		break;
+		return cq_copy_run(cq, buf, count, src_addr,
+				   sizeof(struct fi_cq_tagged_entry));
 	}
 }
 
@@ -78,19 +99,11 @@ static void cq_consume(struct nrma_cq *cq, size_t n)
 static ssize_t cq_read_locked(struct nrma_cq *cq, void *buf, size_t count,
 			      fi_addr_t *src_addr)
 {
-	size_t n, size = cq_format_size(cq->format);
+	size_t n;
 
 	if (nrma_ring_empty(&cq->comps))
 		return -FI_EAGAIN;
-	for (n = 0; n < count && n < cq->comps.count; n++) {
-		const struct nrma_cq_entry *entry = nrma_ring_at(&cq->comps, n);
-
-		if (entry->err)
-			break;
-		cq_copy_entry(cq, (char *) buf + n * size, entry);
-		if (src_addr)
-			src_addr[n] = entry->src_addr;
-	}
+	n = cq_copy_entries(cq, buf, count, src_addr);
 	if (!n && count)
 		return -FI_EAVAIL;
 	cq_consume(cq, n);
@@ -114,11 +127,22 @@ static struct fi_cq_err_entry *cq_pop_err(struct nrma_cq *cq)
 	return err;
 }
 
+/* Out of line: a read that finds nothing queued saves no registers. */
+static NRMA_NOINLINE ssize_t cq_read_queued(struct nrma_cq *cq, void *buf,
+					    size_t count, fi_addr_t *src_addr)
+{
+	ssize_t ret;
+
+	pthread_mutex_lock(&cq->lock);
+	ret = cq_read_locked(cq, buf, count, src_addr);
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
 static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
-	ssize_t ret;
 
 	if (!buf && count)
 		return -FI_EINVAL;
@@ -127,10 +151,7 @@ static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	 * meanwhile is the next read's, as if this one came first. */
 	if (!atomic_load_explicit(&cq->queued, memory_order_relaxed))
 		return -FI_EAGAIN;
-	pthread_mutex_lock(&cq->lock);
-	ret = cq_read_locked(cq, buf, count, src_addr);
-	pthread_mutex_unlock(&cq->lock);
-	return ret;
+	return cq_read_queued(cq, buf, count, src_addr);
 }
 
 static ssize_t nrma_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)

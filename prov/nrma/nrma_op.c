@@ -28,7 +28,7 @@ struct nrma_op *nrma_op_alloc(struct nrma_xfer *x, enum nrma_op_kind kind,
 	if (index < 0)
 		return NULL;
 	op = nrma_op_at(x, index);
-	memset(op, 0, offsetof(struct nrma_op, resolving));
+	memset(op, 0, offsetof(struct nrma_op, sent_ms));
 	op->kind = kind;
 	op->index = (uint32_t) index;
 	op->conn = conn;
@@ -45,7 +45,7 @@ void nrma_op_seal(struct nrma_xfer *x, const struct nrma_op *op)
 
 void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)
 {
-	for (size_t i = 0; i < op->mr_count; i++)
+	for (unsigned int i = 0; i < op->mr_count; i++)
 		nrma_verbs_mr_dereg(op->mr[i]);
 	if (op->buf >= 0)
 		nrma_bufpool_put(&x->tx_bufs, op->buf);

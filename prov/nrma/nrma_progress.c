@@ -211,6 +211,8 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 static NRMA_INLINE int progress_poll(struct nrma_ep *ep)
 {
 	struct nrma_wc wc[NRMA_POLL_BATCH];
+	struct nrma_comp_batch batch;
+	bool batched;
 	int budget, n;
 
 	if (!ep->enabled)
@@ -218,12 +220,15 @@ static NRMA_INLINE int progress_poll(struct nrma_ep *ep)
 	nrma_verbs_ep_ack_events(ep->verbs);
 	budget = progress_budget(ep);
 	n = nrma_verbs_poll(ep->verbs, wc, budget);
+	batched = n > 0 && nrma_comp_batch_begin(ep, &batch);
 	for (int i = 0; i < n; i++) {
 		if (wc[i].wr_id & NRMA_WR_RECV)
 			progress_recv_wc(ep, &wc[i]);
 		else
 			progress_op_wc(ep, &wc[i]);
 	}
+	if (batched)
+		nrma_comp_batch_end(ep);
 	if (n < budget)
 		progress_watch_stalls(ep);
 	progress_retry(ep);

@@ -144,32 +144,36 @@ enum nrma_op_batch {
 
 /* Work the endpoint has on the device; its slot index is the wr_id. */
 struct nrma_op {
-	/* What every kind reads: nrma_op_alloc clears it. */
+	/*
+	 * What every kind reads, first: nrma_op_alloc sets it (most of it to
+	 * zero, a few stores where a whole record's clearing would loop).
+	 */
 	enum nrma_op_kind kind;
 	uint32_t index; /* its slot in the token table: no division */
 	struct nrma_conn *conn;
+	int64_t buf; /* bounce buffer, or -1 */
 	void *context;
 	uint64_t flags; /* completion flags, FI_COMPLETION */
 	size_t len;
-	int64_t buf;		 /* bounce buffer, or -1 */
 	unsigned int wc_pending; /* posted signaled requests not yet done */
 	unsigned int wc_orphans; /* requests posted without their last one */
-	bool ack_pending;	 /* waiting for the peer's ACK */
-	bool queued;	 /* a read on pending_reads, a send on its send_queue */
-	int64_t sent_ms; /* NRMA_OP_SEND: when it was posted */
-	int error;	 /* first failure, positive */
-	int prov_errno;	 /* its verbs completion status */
-	size_t mr_count;
-	/* NRMA_OP_READ waits on pending_reads, NRMA_OP_SEND on a queue */
-	struct nrma_dlist link;
-	fi_addr_t dest; /* NRMA_OP_SEND: where it goes */
-	/* NRMA_OP_RMA: a small read lands in the bounce buffer first */
-	size_t iov_count; /* of iov[] */
+	int error;		 /* first failure, positive */
+	int prov_errno;		 /* its verbs completion status */
+	unsigned int mr_count;	 /* of mr[] */
 	enum nrma_op_batch batch;
+	bool ack_pending; /* waiting for the peer's ACK */
+	bool queued; /* a read on pending_reads, a send on its send_queue */
 	/*
 	 * What only some kinds read, set by those before they read it:
 	 * nrma_op_alloc leaves it as it was.
 	 */
+	int64_t sent_ms; /* NRMA_OP_SEND waiting for its ACK: when it went */
+	/* NRMA_OP_READ waits on pending_reads, NRMA_OP_SEND on a queue, a
+	 * coalesced write in its batch */
+	struct nrma_dlist link;
+	fi_addr_t dest; /* NRMA_OP_SEND: where it goes */
+	/* a bounce buffer's vector: a small read lands there first */
+	size_t iov_count;	    /* of iov[] */
 	uint64_t resolving;	    /* NRMA_OP_RESOLVE: the key it looks up */
 	struct nrma_dlist notified; /* NRMA_OP_NOTIFY: the writes it counts */
 	struct {		    /* NRMA_OP_READ: recv_read_init sets it */

@@ -12,6 +12,8 @@
  *     size);
  *  3. fi_inject_write: the source may change at once, no CQ entry, the
  *     write counter counts it; inject_size + 1 bytes is -FI_EINVAL;
+ *     then a window of 48 small writes in flight at once (every fifth
+ *     injected): their entries come in posting order, all are counted;
  *  4. fi_writedata and fi_inject_writedata: the target's receive CQ
  *     (FI_CQ_FORMAT_DATA) gets FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA
  *     with the data and the length;
@@ -397,6 +399,41 @@ static void part_inject(void)
 	rt_note("3. fi_inject_write: ok");
 }
 
+/*
+ * A window of small writes in flight at once, reaped together: their
+ * entries come in posting order, one for each write but the injected ones
+ * (every fifth), and the write counter counts them all.  Progress writes
+ * the entries of one poll to the CQ as a batch (nrma_comp.h).
+ */
+static void part_window(void)
+{
+	enum { WIN = 48, WIN_OFF = 9000, WIN_SEED = 450 };
+	const char *what = "a window of 48 8-byte writes";
+
+	rt_pat_gen(lbuf, WIN_SEED, 0, WIN * 8);
+	for (int i = 0; i < WIN; i++) {
+		if (i % 5 == 4)
+			RT_POST(fi_inject_write(in.ep, lbuf + i * 8, 8, in.peer,
+						tk.t.addr + WIN_OFF + i * 8,
+						tk.t.key),
+				"%s: injected write %d", what, i);
+		else
+			RT_POST(fi_write(in.ep, lbuf + i * 8, 8, ldesc, in.peer,
+					 tk.t.addr + WIN_OFF + i * 8, tk.t.key,
+					 CTX(i)),
+				"%s: write %d", what, i);
+	}
+	for (int i = 0; i < WIN; i++)
+		if (i % 5 != 4)
+			wait_tx(CTX(i), FI_WRITE,
+				itest_fmt("%s: write %d, in order", what, i));
+	rt_cq_expect_empty(in.tx, "%s: no more entries", what);
+	nwrites += WIN;
+	check_counts(&in, nwrites, nreads, nwrite_errs, nread_errs, what);
+	ask(REQ_CHECK, WIN_OFF, WIN * 8, WIN_SEED, 0, what);
+	rt_note("3b. a window of writes: entries in order, all counted");
+}
+
 static void part_writedata(void)
 {
 	static const size_t lens[] = { 2000, MiB, 0 };
@@ -772,6 +809,7 @@ static void initiator(void *arg)
 	part_sizes();
 	part_iov();
 	part_inject();
+	part_window();
 	part_writedata();
 	part_delivery_fence();
 	part_invalid();
