@@ -196,10 +196,10 @@ static NRMA_NOINLINE void comp_batch_flush(struct nrma_ep *ep)
 			comp_cq_write_done(slot, b->done[i].context,
 					   b->done[i].flags);
 	comp_cq_end(cq);
-	for (size_t i = 0;
-	     (ep->send_cntr || ep->read_cntr || ep->write_cntr) && i < b->count;
-	     i++)
-		comp_cntr_bump(comp_tx_cntr(ep, b->done[i].flags), false);
+	if (ep->send_cntr || ep->read_cntr || ep->write_cntr)
+		for (size_t i = 0; i < b->count; i++)
+			comp_cntr_bump(comp_tx_cntr(ep, b->done[i].flags),
+				       false);
 	b->count = 0;
 }
 
