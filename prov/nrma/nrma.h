@@ -164,6 +164,7 @@ struct nrma_params {
 	size_t mr_max;		  /* memory regions per domain */
 	int wait_spin_us;	  /* busy-poll before a blocking wait sleeps */
 	size_t eager_size;	  /* largest message sent by copy */
+	size_t sar_size;	  /* largest sent by copy in segments */
 	size_t unexp_max;	  /* unexpected messages held per endpoint */
 	size_t credits;		  /* messages a peer may have in our buffers */
 	size_t peers_max;	  /* peers whose credit floors get buffers */

@@ -128,7 +128,7 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->iov[0] =
 			(struct iovec){ .iov_base = a->result, .iov_len = len };
 		op->iov_count = 1;
-		result = nrma_tx_buf_sge(x, op, len);
+		result = nrma_tx_buf_sge(x, op->buf, len);
 	}
 	atomic_wr(&chain, a, &remote, fetch ? &result : &scratch);
 	nrma_rkey_notify_wrs(&chain, conn, remote.cell_rkey, fetch, false, 1,

@@ -17,6 +17,7 @@ struct nrma_params nrma_params = {
 	.mr_max = 16384,
 	.wait_spin_us = 50,
 	.eager_size = 8192,
+	.sar_size = 65536,
 	.unexp_max = 256,
 	.credits = 16,
 	.peers_max = 1024,
@@ -79,8 +80,12 @@ static void nrma_define_params(void)
 		nrma_params.wait_spin_us);
 	fi_param_define(
 		&nrma_prov, "eager_size", FI_PARAM_SIZE_T,
-		"Largest message sent by copy; larger ones are read by the receiver (default: %zu)",
+		"Largest message sent by copy in one piece (default: %zu)",
 		nrma_params.eager_size);
+	fi_param_define(
+		&nrma_prov, "sar_size", FI_PARAM_SIZE_T,
+		"Largest message sent by copy in pieces of the eager size, one after the other; larger ones are read by the receiver (default: %zu)",
+		nrma_params.sar_size);
 	fi_param_define(
 		&nrma_prov, "unexp_max", FI_PARAM_SIZE_T,
 		"Receive buffers an endpoint keeps beyond its receive size for unexpected messages (default: %zu)",
@@ -140,6 +145,7 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "mr_max", &nrma_params.mr_max);
 	fi_param_get_int(&nrma_prov, "wait_spin_us", &nrma_params.wait_spin_us);
 	fi_param_get_size_t(&nrma_prov, "eager_size", &nrma_params.eager_size);
+	fi_param_get_size_t(&nrma_prov, "sar_size", &nrma_params.sar_size);
 	fi_param_get_size_t(&nrma_prov, "unexp_max", &nrma_params.unexp_max);
 	fi_param_get_size_t(&nrma_prov, "credits", &nrma_params.credits);
 	fi_param_get_size_t(&nrma_prov, "peers_max", &nrma_params.peers_max);

@@ -25,18 +25,6 @@
 
 /* Work completions */
 
-static void progress_send_wc(struct nrma_ep *ep, struct nrma_op *op)
-{
-	if (op->error)
-		op->ack_pending = false;
-	/* the payload is in the peer's memory: the bounce buffer is free */
-	if (op->buf >= 0) {
-		nrma_bufpool_put(&ep->xfer->tx_bufs, op->buf);
-		op->buf = -1;
-	}
-	nrma_send_finish(ep, op);
-}
-
 /* What flushed a request: a connection that timed out times it out. */
 static int progress_wc_errno(const struct nrma_conn *conn,
 			     const struct nrma_wc *wc)
@@ -85,7 +73,7 @@ static NRMA_INLINE void progress_op_wc(struct nrma_ep *ep,
 		return;
 	switch (op->kind) {
 	case NRMA_OP_SEND:
-		progress_send_wc(ep, op);
+		nrma_send_sent(ep, op);
 		break;
 	case NRMA_OP_ACK:
 		ep->xfer->acks--;
@@ -382,6 +370,7 @@ static void progress_conn_failed(void *arg, struct nrma_conn *conn)
 	nrma_tx_held_fail(arg, conn, FI_ECONNRESET);
 	nrma_send_conn_failed(arg, conn);
 	nrma_rma_conn_failed(arg, conn);
+	nrma_recv_conn_failed(arg, conn);
 }
 
 void nrma_progress_drain(void *arg)
@@ -404,8 +393,9 @@ int nrma_progress_conn_open(void *arg, struct nrma_conn *conn)
 
 void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)
 {
-	if (!conn->xfer)
-		return; /* it never opened */
+	if (!conn->xfer) /* it never opened */
+		return;
+	nrma_recv_conn_close(conn);
 	nrma_credit_conn_close(arg, conn);
 	nrma_rkey_conn_close(conn);
 	nrma_tx_held_drop(conn);

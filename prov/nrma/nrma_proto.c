@@ -235,6 +235,11 @@ int nrma_proto_hdr_check(const void *buf, size_t len)
 		return !hdr->seg_count && body == hdr->len ? 0 : -FI_EINVAL;
 	case NRMA_HDR_RNDV:
 		return proto_rndv_check(hdr, hdr + 1, body);
+	case NRMA_HDR_SEG:
+		return !hdr->seg_count && body && hdr->len <= UINT32_MAX &&
+				       hdr->seg_offset + body <= hdr->len ?
+			       0 :
+			       -FI_EINVAL;
 	default:
 		return -FI_EINVAL;
 	}

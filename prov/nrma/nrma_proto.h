@@ -11,8 +11,9 @@
  * table changed.  Every message starts with a
  * struct nrma_hdr, which gives credits back too: an eager one carries
  * its payload behind it, a rendezvous one the segments the receiver
- * reads with RDMA read, and an ACK names the sender's operation it
- * completes.
+ * reads with RDMA read, a segment a piece of a larger message's payload
+ * (the pieces come back to back on their connection, in order), and an
+ * ACK names the sender's operation it completes.
  * Notification counters are 64-bit words that peers bump with a verbs
  * fetch-and-add at fixed remote addresses under a cell's rkey.
  * A domain's key table (struct nrma_key_slot) says what each MR key
@@ -30,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_PROTOCOL_VERSION 8
+#define NRMA_PROTOCOL_VERSION 9
 
 /* iovs per operation, and so rendezvous segments per message */
 #define NRMA_IOV_LIMIT 4
@@ -151,6 +152,7 @@ enum nrma_hdr_op {
 	NRMA_HDR_EAGER = 1,
 	NRMA_HDR_RNDV,
 	NRMA_HDR_ACK,
+	NRMA_HDR_SEG, /* a piece of a message, at hdr->seg_offset */
 };
 
 #define NRMA_HDR_CQ_DATA (1 << 0)
@@ -173,7 +175,7 @@ struct nrma_hdr {
 	uint64_t tag;
 	uint16_t credits_msg; /* given back: buffers of our messages */
 	uint16_t credits_ctl; /* and of our ACKs and write data */
-	uint32_t reserved2;
+	uint32_t seg_offset;  /* NRMA_HDR_SEG: where its payload goes */
 };
 
 struct nrma_rndv_seg {
@@ -187,8 +189,10 @@ struct nrma_rndv_seg {
  * Whether len bytes received at buf are a well-formed message: a known
  * op and flags, and a length that agrees with the header (an eager
  * payload of hdr->len bytes; rendezvous segments, at most NRMA_IOV_LIMIT,
- * none empty, that add up to hdr->len; nothing after an ACK).  0 if so,
- * else -FI_EINVAL.
+ * none empty, that add up to hdr->len; a segment's payload, not empty,
+ * within hdr->len; nothing after an ACK).  0 if so, else -FI_EINVAL.
+ * Whether a segment is the one its connection expects is the receiver's
+ * to check.
  */
 int nrma_proto_hdr_check(const void *buf, size_t len);
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The receiving side of fi_msg and fi_tagged (see nrma_xfer.h): the
- * shared receive queue's buffers, delivery of eager messages by copy and
- * of rendezvous ones by RDMA read, the ACKs that tell senders, and the
- * receive calls, FI_PEEK, FI_CLAIM and FI_DISCARD among them.  Which
- * receive takes which message is nrma_match.c's business.
+ * shared receive queue's buffers, delivery of eager messages by copy, of
+ * segmented ones by copy as their segments come, and of rendezvous ones
+ * by RDMA read, the ACKs that tell senders, and the receive calls,
+ * FI_PEEK, FI_CLAIM and FI_DISCARD among them.  Which receive takes which
+ * message is nrma_match.c's business.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -75,6 +76,20 @@ static void recv_report(struct nrma_ep *ep, struct nrma_rx_entry *rx, void *buf,
 	nrma_comp_recv(rep, &comp);
 }
 
+/* A receive that failed, with its error (positive). */
+static void recv_report_error(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			      int err, int prov_errno)
+{
+	struct nrma_comp comp = {
+		.context = rx->context,
+		.flags = recv_comp_flags(rx),
+		.err = err,
+		.prov_errno = prov_errno,
+	};
+
+	nrma_comp_recv(recv_reporter_of(ep, rx), &comp);
+}
+
 /*
  * A cancelled receive reports FI_ECANCELED once the device is done with
  * it: an FI_MULTI_RECV buffer may still have rendezvous reads landing in
@@ -142,7 +157,7 @@ static int recv_ack_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_ACK,
 				  .token = token,
 				  .flags = failed ? NRMA_HDR_NACK : 0 };
-	sge = nrma_tx_buf_sge(x, op, sizeof(*hdr));
+	sge = nrma_tx_buf_sge(x, op->buf, sizeof(*hdr));
 	ret = nrma_credit_post(op, hdr, &sge);
 	if (ret) {
 		nrma_credit_untake(conn, NRMA_CREDIT_CTL);
@@ -461,14 +476,7 @@ void nrma_recv_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 		return;
 	}
 	if (op->error) {
-		struct nrma_comp comp = {
-			.context = rx->context,
-			.flags = recv_comp_flags(rx),
-			.err = op->error,
-			.prov_errno = op->prov_errno,
-		};
-
-		nrma_comp_recv(recv_reporter_of(ep, rx), &comp);
+		recv_report_error(ep, rx, op->error, op->prov_errno);
 	} else {
 		recv_report(ep, rx, op->read.rx_buf, op->len, op->read.rx_flags,
 			    op->read.cq_data, op->read.tag,
@@ -478,6 +486,282 @@ void nrma_recv_read_finish(struct nrma_ep *ep, struct nrma_op *op)
 	recv_ack_send(ep, op->conn, op->read.peer_token, op->error);
 	recv_rx_done(ep, rx);
 	nrma_op_free(ep->xfer, op);
+}
+
+/*
+ * Segmented messages.  A connection receives one at a time
+ * (conn->xfer->sar_rx): its segments come back to back, in order.  A
+ * message whose first segment a receive matched is copied into it as
+ * they come; one that no receive wanted is held, its segments' buffers
+ * chained from the first's (struct nrma_sar_piece), until a receive
+ * takes it, whole or in part; one dropped meanwhile has the rest of its
+ * segments dropped as they come.  The sender hears at the last segment.
+ */
+
+/* Whether hdr is the segment its connection expects. */
+static bool recv_sar_expected(const struct nrma_conn *conn,
+			      const struct nrma_hdr *hdr)
+{
+	const struct nrma_sar_rx *s;
+
+	if (!conn)
+		return false; /* a connection gone: its message is not whole */
+	s = &conn->xfer->sar_rx;
+	if (!hdr->seg_offset)
+		return !s->next;
+	return s->next == hdr->seg_offset && s->len == hdr->len;
+}
+
+static void recv_sar_init(struct nrma_sar_rx *s, const struct nrma_hdr *hdr)
+{
+	s->len = hdr->len;
+	s->next = 0;
+	s->rx = NULL;
+	s->held = NULL;
+	s->tag = hdr->tag;
+	s->cq_data = hdr->cq_data;
+	s->hdr_flags = hdr->flags;
+	s->ack_owed = hdr->flags & NRMA_HDR_ACK_REQ;
+	s->ack_failed = false;
+	s->token = hdr->token;
+}
+
+/* conn starts receiving the message whose first segment is hdr. */
+static struct nrma_sar_rx *recv_sar_begin(struct nrma_ep *ep,
+					  struct nrma_conn *conn,
+					  const struct nrma_hdr *hdr)
+{
+	struct nrma_sar_rx *s = &conn->xfer->sar_rx;
+
+	recv_sar_init(s, hdr);
+	nrma_dlist_insert_tail(&s->link, &ep->xfer->sar_receiving);
+	return s;
+}
+
+/* The message lands in rx from here on: its room is taken now. */
+static void recv_sar_place(struct nrma_sar_rx *s, struct nrma_rx_entry *rx)
+{
+	size_t room = nrma_match_space(rx);
+
+	s->rx = rx;
+	s->rx_offset = rx->offset;
+	s->rx_len = s->len < room ? s->len : room;
+	s->rx_buf = nrma_match_take(rx, s->rx_len, recv_min_multi(rx));
+	rx->reads++; /* keeps the receive until the last segment */
+}
+
+/* A segment's payload into the receive, as much as fits. */
+static void recv_sar_copy(const struct nrma_sar_rx *s, size_t offset,
+			  const void *data, size_t len)
+{
+	size_t copy;
+
+	if (offset >= s->rx_len)
+		return;
+	copy = len < s->rx_len - offset ? len : s->rx_len - offset;
+	nrma_iov_scatter(s->rx->iov, s->rx->count, s->rx_offset + offset, data,
+			 copy);
+}
+
+/* The whole message is in its receive: it completes, its sender hears. */
+static void recv_sar_placed(struct nrma_ep *ep, struct nrma_conn *conn,
+			    const struct nrma_sar_rx *s)
+{
+	struct nrma_rx_entry *rx = s->rx;
+
+	rx->reads--;
+	recv_report(ep, rx, s->rx_buf, s->rx_len,
+		    s->hdr_flags & NRMA_HDR_CQ_DATA ? FI_REMOTE_CQ_DATA : 0,
+		    s->cq_data, s->tag, nrma_rx_source(ep, conn),
+		    s->len - s->rx_len);
+	if (s->ack_owed)
+		recv_ack_send(ep, conn, s->token, false);
+	recv_rx_done(ep, rx);
+}
+
+/* conn's message is over: its last segment came. */
+static void recv_sar_end(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_sar_rx *s = &conn->xfer->sar_rx;
+
+	nrma_dlist_remove(&s->link);
+	s->next = 0;
+	if (s->rx)
+		recv_sar_placed(ep, conn, s);
+	else if (!s->held && s->ack_owed) /* dropped; a held one waits */
+		recv_ack_send(ep, conn, s->token, s->ack_failed);
+}
+
+/* A held message's receive buffers go back, all of them. */
+static void recv_sar_release(struct nrma_ep *ep, uint32_t first)
+{
+	uint32_t buf = first;
+
+	while (buf != UINT32_MAX) {
+		uint32_t next = nrma_rx_slot_of(ep->xfer, buf)->piece.next;
+
+		nrma_recv_buf_release(ep, buf);
+		buf = next;
+	}
+}
+
+/* A later segment: into its receive, onto its held message, or away. */
+static void recv_sar_next(struct nrma_ep *ep, uint32_t buf, size_t wc_len,
+			  struct nrma_conn *conn)
+{
+	struct nrma_sar_rx *s = &conn->xfer->sar_rx;
+	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
+	size_t len = wc_len - sizeof(*hdr);
+
+	s->next += len;
+	if (s->held) {
+		struct nrma_xfer *x = ep->xfer;
+
+		nrma_rx_slot_of(x, s->held_last)->piece.next = buf;
+		nrma_rx_slot_of(x, buf)->piece =
+			(struct nrma_sar_piece){ UINT32_MAX, (uint32_t) len };
+		s->held_last = buf;
+		recv_srq_refill(ep); /* a spare takes its place */
+	} else {
+		if (s->rx)
+			recv_sar_copy(s, hdr->seg_offset, hdr + 1, len);
+		nrma_recv_buf_release(ep, buf);
+	}
+	if (s->next == s->len)
+		recv_sar_end(ep, conn);
+}
+
+/* A first segment that a receive matched. */
+static void recv_sar_first(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+			   uint32_t buf, size_t wc_len, struct nrma_conn *conn)
+{
+	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
+	struct nrma_sar_rx *s = recv_sar_begin(ep, conn, hdr);
+	size_t len = wc_len - sizeof(*hdr);
+
+	recv_sar_place(s, rx);
+	recv_sar_copy(s, 0, hdr + 1, len);
+	nrma_recv_buf_release(ep, buf);
+	s->next = len;
+	if (s->next == s->len)
+		recv_sar_end(ep, conn);
+}
+
+/* A first segment that no receive wanted: held, the rest chained to it. */
+static void recv_sar_hold(struct nrma_ep *ep, uint32_t buf, size_t wc_len,
+			  struct nrma_conn *conn)
+{
+	struct nrma_rx_slot *slot = nrma_rx_slot_of(ep->xfer, buf);
+	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
+	struct nrma_sar_rx *s = recv_sar_begin(ep, conn, hdr);
+
+	slot->piece =
+		(struct nrma_sar_piece){ UINT32_MAX,
+					 (uint32_t) (wc_len - sizeof(*hdr)) };
+	s->held = &slot->unexp;
+	s->held_last = buf;
+	s->next = slot->piece.len;
+	if (s->next == s->len)
+		recv_sar_end(ep, conn);
+}
+
+/* The connection still receiving a held message, or NULL. */
+static struct nrma_sar_rx *recv_sar_receiving(const struct nrma_unexp *unexp)
+{
+	struct nrma_conn *conn = unexp->peer;
+	struct nrma_sar_rx *s = conn ? &conn->xfer->sar_rx : NULL;
+
+	return s && s->next && s->held == unexp ? s : NULL;
+}
+
+/*
+ * A held message into rx: what came so far is copied, the rest lands as
+ * it comes.  A claimed one whose connection failed before its end fails
+ * rx.
+ */
+static void recv_sar_deliver_held(struct nrma_ep *ep, struct nrma_rx_entry *rx,
+				  struct nrma_unexp *unexp)
+{
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_sar_rx whole, *s = recv_sar_receiving(unexp);
+	struct nrma_conn *conn = unexp->peer; /* its buffers go back below */
+	size_t offset = 0;
+
+	if (nrma_rx_slot_of(x, unexp->buf)->piece.broken) {
+		recv_report_error(ep, rx, FI_ECONNRESET, 0);
+		recv_rx_done(ep, rx);
+		recv_sar_release(ep, unexp->buf);
+		return;
+	}
+	if (!s) {
+		s = &whole;
+		recv_sar_init(s, recv_hdr(ep, unexp->buf));
+	}
+	s->held = NULL;
+	recv_sar_place(s, rx);
+	for (uint32_t buf = unexp->buf, next; buf != UINT32_MAX; buf = next) {
+		const struct nrma_sar_piece *piece =
+			&nrma_rx_slot_of(x, buf)->piece;
+
+		next = piece->next;
+		recv_sar_copy(s, offset,
+			      (const struct nrma_hdr *) nrma_rx_buf(x, buf) + 1,
+			      piece->len);
+		offset += piece->len;
+		nrma_recv_buf_release(ep, buf);
+	}
+	if (s == &whole)
+		recv_sar_placed(ep, conn, s);
+}
+
+/*
+ * A held message is dropped (FI_DISCARD, its context gone): whether its
+ * sender hears later, at the last segment, that failed says.
+ */
+static bool recv_sar_drop_held(struct nrma_unexp *unexp, bool failed)
+{
+	struct nrma_sar_rx *s = recv_sar_receiving(unexp);
+
+	if (!s)
+		return false;
+	s->held = NULL;
+	s->ack_failed = failed;
+	return true;
+}
+
+void nrma_recv_conn_close(struct nrma_conn *conn)
+{
+	struct nrma_sar_rx *s = &conn->xfer->sar_rx;
+
+	if (s->next)
+		nrma_dlist_remove(&s->link);
+	s->next = 0;
+}
+
+void nrma_recv_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_sar_rx *s = &conn->xfer->sar_rx;
+
+	if (!s->next)
+		return;
+	nrma_recv_conn_close(conn);
+	if (s->rx) {
+		s->rx->reads--;
+		recv_report_error(ep, s->rx, FI_ECONNRESET, 0);
+		recv_rx_done(ep, s->rx);
+	} else if (s->held && !s->held->claimed) {
+		/* It never came whole: as if it never came. */
+		nrma_match_forget(s->held);
+		recv_sar_release(ep, s->held->buf);
+	} else if (s->held) {
+		/* Its claim's receive fails (recv_sar_deliver_held). */
+		struct nrma_sar_piece *first =
+			&nrma_rx_slot_of(ep->xfer, s->held->buf)->piece;
+
+		recv_sar_release(ep, first->next);
+		first->next = UINT32_MAX;
+		first->broken = true;
+	}
 }
 
 /* Returns whether it kept the receive buffer buf. */
@@ -555,12 +839,24 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		recv_malformed(ep, buf, len, conn);
 		return;
 	}
+	if (hdr->op == NRMA_HDR_SEG && !recv_sar_expected(conn, hdr)) {
+		/* Its message ended with its connection, or the peer lies. */
+		if (conn && conn->state != NRMA_CONN_CONNECTED)
+			nrma_recv_buf_release(ep, buf);
+		else
+			recv_malformed(ep, buf, len, conn);
+		return;
+	}
 	if (hdr->op == NRMA_HDR_ACK) {
 		uint64_t token = hdr->token;
 		bool failed = hdr->flags & NRMA_HDR_NACK;
 
 		nrma_recv_buf_release(ep, buf);
 		nrma_send_acked(ep, token, conn, failed);
+		return;
+	}
+	if (hdr->op == NRMA_HDR_SEG && hdr->seg_offset) {
+		recv_sar_next(ep, buf, len, conn);
 		return;
 	}
 	rx = nrma_match_posted(&rc->match, hdr->flags & NRMA_HDR_TAGGED,
@@ -570,9 +866,13 @@ void nrma_recv_message(struct nrma_ep *ep, uint32_t buf, uint32_t len,
 		 hdr->len, hdr->flags, rx ? "matched" : "unexpected");
 	if (!rx) {
 		recv_hold(ep, rc, hdr, buf, len, conn);
+		if (hdr->op == NRMA_HDR_SEG)
+			recv_sar_hold(ep, buf, len, conn);
 		return;
 	}
-	if (!recv_deliver(ep, rx, buf, len, conn))
+	if (hdr->op == NRMA_HDR_SEG)
+		recv_sar_first(ep, rx, buf, len, conn);
+	else if (!recv_deliver(ep, rx, buf, len, conn))
 		nrma_recv_buf_release(ep, buf);
 }
 
@@ -584,9 +884,14 @@ static void recv_deliver_held(struct nrma_rx_entry *rx,
 {
 	struct nrma_ep *ep = unexp->owner;
 	uint32_t buf = unexp->buf;
-	bool kept = recv_deliver(ep, rx, buf, unexp->len, unexp->peer);
+	bool kept;
 
 	nrma_match_forget(unexp);
+	if (recv_hdr(ep, buf)->op == NRMA_HDR_SEG) {
+		recv_sar_deliver_held(ep, rx, unexp);
+		return;
+	}
+	kept = recv_deliver(ep, rx, buf, unexp->len, unexp->peer);
 	if (!kept)
 		nrma_recv_buf_release(ep, buf);
 }
@@ -713,11 +1018,17 @@ static void recv_drop_held(struct nrma_unexp *unexp, bool failed)
 	struct nrma_ep *ep = unexp->owner;
 	const struct nrma_hdr *hdr = recv_hdr(ep, unexp->buf);
 	uint32_t buf = unexp->buf;
+	bool segmented = hdr->op == NRMA_HDR_SEG;
 
-	if (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ))
+	/* One still coming is answered at its last segment. */
+	if ((!segmented || !recv_sar_drop_held(unexp, failed)) &&
+	    (hdr->op == NRMA_HDR_RNDV || (hdr->flags & NRMA_HDR_ACK_REQ)))
 		recv_ack_send(ep, unexp->peer, hdr->token, failed);
 	nrma_match_forget(unexp);
-	nrma_recv_buf_release(ep, buf);
+	if (segmented)
+		recv_sar_release(ep, buf);
+	else
+		nrma_recv_buf_release(ep, buf);
 }
 
 static void recv_discard(struct nrma_unexp *unexp)
@@ -852,7 +1163,9 @@ ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
 
 static void recv_forget_held(struct nrma_unexp *unexp)
 {
-	(void) unexp; /* its buffer goes with its endpoint */
+	/* Its buffers go with its endpoint; what still comes is dropped. */
+	if (recv_sar_receiving(unexp))
+		recv_sar_drop_held(unexp, true);
 }
 
 /* The receive reads of ep's land in no longer waits for them. */
@@ -863,12 +1176,35 @@ static void recv_reads_dropped(struct nrma_rx_ctx *rc, struct nrma_rx_entry *rx,
 	nrma_match_entry_done(&rc->match, rx);
 }
 
+/*
+ * rc's receives go: the messages landing in ep's receives of rc are
+ * dropped as they come, their senders told if refused.
+ */
+static void recv_sar_ctx_gone(struct nrma_rx_ctx *rc, struct nrma_ep *ep,
+			      bool refused)
+{
+	struct nrma_dlist *item;
+
+	nrma_dlist_foreach (&ep->xfer->sar_receiving, item) {
+		struct nrma_sar_rx *s =
+			nrma_container_of(item, struct nrma_sar_rx, link);
+
+		if (!s->rx || s->rx->ctx != rc)
+			continue;
+		if (!refused)
+			recv_reads_dropped(rc, s->rx, 1);
+		s->rx = NULL;
+		s->ack_failed = refused;
+	}
+}
+
 void nrma_recv_ctx_leave(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_dlist *item;
 
 	nrma_match_purge(&rc->match, ep, recv_forget_held);
+	recv_sar_ctx_gone(rc, ep, false);
 	nrma_dlist_foreach (&x->stalled_reads, item) {
 		struct nrma_stalled_read *s =
 			nrma_container_of(item, struct nrma_stalled_read, link);
@@ -909,6 +1245,7 @@ void nrma_recv_ctx_drop(struct nrma_rx_ctx *rc, struct nrma_ep *ep)
 	struct nrma_dlist *item, *next;
 
 	nrma_match_purge(&rc->match, ep, recv_refuse_held);
+	recv_sar_ctx_gone(rc, ep, true);
 	nrma_dlist_foreach_safe (&x->stalled_reads, item, next) {
 		struct nrma_stalled_read *st =
 			nrma_container_of(item, struct nrma_stalled_read, link);

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Receiving (nrma_recv.c): posted receives, arrivals, rendezvous reads. */
+/*
+ * Receiving (nrma_recv.c): posted receives, arrivals, segmented messages,
+ * rendezvous reads.
+ */
 #ifndef NRMA_RECV_H
 #define NRMA_RECV_H
 
@@ -27,5 +30,13 @@ void nrma_recv_read_finish(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_recv_reads_retry(struct nrma_ep *ep);
 void nrma_recv_stalled_retry(struct nrma_ep *ep);
 void nrma_recv_acks_retry(struct nrma_ep *ep);
+/*
+ * conn failed: the segmented message it was receiving ends, its receive
+ * in error, or, held, as if it never came (a claimed one fails the
+ * receive that takes it).
+ */
+void nrma_recv_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
+/* conn closes with its endpoint: its message goes with the endpoint. */
+void nrma_recv_conn_close(struct nrma_conn *conn);
 
 #endif /* NRMA_RECV_H */

@@ -68,7 +68,7 @@ static void rkey_read(struct nrma_ep *ep, struct nrma_conn *conn,
 
 	if (!op)
 		return;
-	sge = nrma_tx_buf_sge(x, op, sizeof(struct nrma_key_sealed));
+	sge = nrma_tx_buf_sge(x, op->buf, sizeof(struct nrma_key_sealed));
 	nrma_wr_chain_init(&chain);
 	nrma_wr_rdma(&chain, NRMA_WR_READ, &sge, 1,
 		     (uint64_t) nrma_key_index(rk->key) *

@@ -67,7 +67,7 @@ static NRMA_NOINLINE int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 					a->iov, a->count, 0, op->len);
 		memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
 		op->iov_count = a->count;
-		sge[0] = nrma_tx_buf_sge(x, op, op->len);
+		sge[0] = nrma_tx_buf_sge(x, op->buf, op->len);
 		return 1;
 	}
 	for (size_t i = 0; i < a->count; i++) {

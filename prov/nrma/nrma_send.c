@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The sending side of fi_msg and fi_tagged (see nrma_xfer.h): eager
- * copies, rendezvous requests, and the ACKs that complete them.
+ * copies, whole or in segments, rendezvous requests, and the ACKs that
+ * complete them.
  */
 #include <string.h>
 
@@ -23,9 +24,9 @@ static void send_await_ack(struct nrma_xfer *x, struct nrma_op *op,
 	hdr->token = nrma_op_token(x, op);
 }
 
-static size_t send_fill_eager(struct nrma_xfer *x, struct nrma_op *op,
-			      struct nrma_hdr *hdr,
-			      const struct nrma_send_args *a)
+static void send_fill_eager(struct nrma_xfer *x, struct nrma_op *op,
+			    struct nrma_hdr *hdr,
+			    const struct nrma_send_args *a)
 {
 	hdr->op = NRMA_HDR_EAGER;
 	if (a->flags & FI_DELIVERY_COMPLETE) {
@@ -33,7 +34,6 @@ static size_t send_fill_eager(struct nrma_xfer *x, struct nrma_op *op,
 		send_await_ack(x, op, hdr);
 	}
 	nrma_iov_gather(hdr + 1, a->iov, a->count, 0, hdr->len);
-	return sizeof(*hdr) + hdr->len;
 }
 
 /*
@@ -65,7 +65,27 @@ static int send_fill_rndv(struct nrma_ep *ep, struct nrma_op *op,
 		};
 	}
 	send_await_ack(ep->xfer, op, hdr);
-	return sizeof(*hdr) + hdr->seg_count * sizeof(*seg);
+	return 0;
+}
+
+/*
+ * A segmented message keeps its header and vectors: each segment copies
+ * its piece as its credit lets it go (send_segment_go).
+ */
+static void send_fill_segmented(struct nrma_xfer *x, struct nrma_op *op,
+				struct nrma_hdr *hdr,
+				const struct nrma_send_args *a)
+{
+	hdr->op = NRMA_HDR_SEG;
+	if (a->flags & FI_DELIVERY_COMPLETE) {
+		hdr->flags |= NRMA_HDR_ACK_REQ;
+		send_await_ack(x, op, hdr);
+	}
+	memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
+	op->iov_count = a->count;
+	op->sar.sent = 0;
+	op->sar.posted = 0;
+	op->sar.done = 0;
 }
 
 /* The receive context dest names (fi_rx_addr), of a scalable endpoint. */
@@ -98,14 +118,49 @@ static size_t send_wire_len(const struct nrma_hdr *hdr)
 			hdr->seg_count * sizeof(struct nrma_rndv_seg));
 }
 
-/* Posts a send whose credit is taken. */
-static int send_go(struct nrma_xfer *x, struct nrma_op *op)
+/*
+ * Posts a segmented send's next segment from a bounce buffer of its own,
+ * which its completion frees (nrma_send_sent).
+ */
+static int send_segment_go(struct nrma_xfer *x, struct nrma_op *op)
 {
-	struct nrma_hdr *hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
-	struct nrma_sge sge = nrma_tx_buf_sge(x, op, send_wire_len(hdr));
+	size_t left = op->len - op->sar.sent;
+	size_t len = left < x->eager_size ? left : x->eager_size;
+	int64_t buf = nrma_bufpool_get(&x->tx_bufs);
+	struct nrma_hdr *hdr;
+	struct nrma_sge sge;
 	int ret;
 
+	if (buf < 0)
+		return -FI_EAGAIN;
+	hdr = nrma_bufpool_buf(&x->tx_bufs, buf);
+	*hdr = op->sar.hdr;
+	hdr->seg_offset = (uint32_t) op->sar.sent;
+	nrma_iov_gather(hdr + 1, op->iov, op->iov_count, op->sar.sent, len);
+	sge = nrma_tx_buf_sge(x, buf, sizeof(*hdr) + len);
 	ret = nrma_credit_post(op, hdr, &sge);
+	if (ret) {
+		nrma_bufpool_put(&x->tx_bufs, buf);
+		return ret;
+	}
+	op->sar.bufs[op->sar.posted++ % NRMA_SAR_WINDOW] = buf;
+	op->sar.sent += len;
+	return 0;
+}
+
+static int send_whole_go(struct nrma_xfer *x, struct nrma_op *op)
+{
+	struct nrma_hdr *hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
+	struct nrma_sge sge = nrma_tx_buf_sge(x, op->buf, send_wire_len(hdr));
+
+	return nrma_credit_post(op, hdr, &sge);
+}
+
+/* Posts a send, or its next segment, whose credit is taken. */
+static int send_go(struct nrma_xfer *x, struct nrma_op *op)
+{
+	int ret = op->segmented ? send_segment_go(x, op) : send_whole_go(x, op);
+
 	if (ret)
 		nrma_credit_untake(op->conn, NRMA_CREDIT_MSG);
 	else if (op->ack_pending) /* nrma_send_check_peers times its wait */
@@ -113,13 +168,79 @@ static int send_go(struct nrma_xfer *x, struct nrma_op *op)
 	return ret;
 }
 
+/* Whether a segmented send has segments to post, and room for one. */
+static bool send_more(const struct nrma_op *op)
+{
+	return op->segmented && op->sar.sent < op->len;
+}
+
+static bool send_window_open(const struct nrma_op *op)
+{
+	return !op->segmented ||
+	       op->sar.posted - op->sar.done < NRMA_SAR_WINDOW;
+}
+
+/*
+ * A send ends once the device is done with it and its ACK, if it waits for
+ * one, came; a segmented one may be ACKed (refused) before its last
+ * segment went.
+ */
+static void send_finish(struct nrma_ep *ep, struct nrma_op *op)
+{
+	if (op->wc_pending || op->ack_pending || op->queued)
+		return;
+	nrma_tx_report(ep, op);
+	nrma_tx_ended(ep->xfer);
+	nrma_op_free(ep->xfer, op);
+}
+
+/* A send that will not complete, with its error (positive). */
+static void send_fail(struct nrma_ep *ep, struct nrma_op *op, int error)
+{
+	op->ack_pending = false;
+	if (!op->error)
+		op->error = error;
+	send_finish(ep, op);
+}
+
+/*
+ * Sends that waited for credits go, in order, while credits last.  A
+ * segmented one stays first until its last segment goes: nothing else
+ * to that peer comes between its segments.
+ */
+static void send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	struct nrma_op *op;
+
+	while (!nrma_tx_held_waits(conn) && (op = nrma_credit_queued(conn)) &&
+	       conn->sq_free && send_window_open(op) &&
+	       nrma_credit_take(conn, NRMA_CREDIT_MSG)) {
+		int ret;
+
+		/* Off the queue first: a post that fails the connection
+		 * fails what waits on it. */
+		nrma_credit_unqueue(op);
+		ret = send_go(ep->xfer, op);
+		if (ret == -FI_EAGAIN) {
+			nrma_credit_queue_send(ep, op, true);
+			return;
+		}
+		if (ret)
+			send_fail(ep, op, -ret);
+		else if (send_more(op))
+			nrma_credit_queue_send(ep, op, true);
+	}
+}
+
 /*
  * In order behind those already waiting for credits, and behind the
- * writes held for a key (FI_ORDER_SAW).
+ * writes held for a key (FI_ORDER_SAW).  A segmented send goes through
+ * the queue, which keeps its segments together (send_resume).
  */
 static int send_start(struct nrma_ep *ep, struct nrma_op *op)
 {
-	if (nrma_tx_held_waits(op->conn) || nrma_credit_send_waits(op->conn) ||
+	if (op->segmented || nrma_tx_held_waits(op->conn) ||
+	    nrma_credit_send_waits(op->conn) ||
 	    !nrma_credit_take(op->conn, NRMA_CREDIT_MSG)) {
 		nrma_credit_queue_send(ep, op, false);
 		return 0;
@@ -139,13 +260,15 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 {
 	const struct nrma_send_args *a = args;
 	struct nrma_xfer *x = ep->xfer;
+	/* Above the eager size, up to FI_NRMA_SAR_SIZE: by copy, in pieces. */
+	bool segmented = msg_len > x->eager_size && msg_len <= x->sar_size;
 	struct nrma_hdr *hdr;
 	struct nrma_op *op;
-	int ret;
+	int ret = 0;
 
 	if (conn && !nrma_dlist_empty(&x->connecting))
 		nrma_send_connecting(ep); /* those first */
-	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, true);
+	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, !segmented);
 	if (!op)
 		return -FI_EAGAIN;
 	op->dest = a->dest;
@@ -153,17 +276,25 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	op->len = msg_len;
 	op->flags = FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
 		    nrma_tx_comp_flags(ep, a->flags, a->silent);
-	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
+	op->segmented = segmented;
+	hdr = segmented ? &op->sar.hdr : nrma_bufpool_buf(&x->tx_bufs, op->buf);
 	send_fill_hdr(ep, hdr, a, msg_len);
-	ret = msg_len <= x->eager_size ? (int) send_fill_eager(x, op, hdr, a) :
-					 send_fill_rndv(ep, op, hdr, a);
-	if (ret >= 0)
+	if (segmented)
+		send_fill_segmented(x, op, hdr, a);
+	else if (msg_len <= x->eager_size)
+		send_fill_eager(x, op, hdr, a);
+	else
+		ret = send_fill_rndv(ep, op, hdr, a);
+	if (!ret)
 		ret = conn ? send_start(ep, op) : send_wait_connection(x, op);
-	if (ret < 0) {
+	if (ret) {
 		nrma_op_free(x, op);
 		return ret;
 	}
 	nrma_tx_started(x);
+	/* Its segments go now, as far as credits and room let them. */
+	if (conn && segmented)
+		send_resume(ep, conn);
 	return 0;
 }
 
@@ -206,13 +337,26 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
 }
 
-void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op)
+void nrma_send_sent(struct nrma_ep *ep, struct nrma_op *op)
 {
-	if (op->wc_pending || op->ack_pending)
-		return;
-	nrma_tx_report(ep, op);
-	nrma_tx_ended(ep->xfer);
-	nrma_op_free(ep->xfer, op);
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_conn *conn = op->conn;
+	bool more = op->queued; /* a segmented one's next segments */
+
+	if (op->error)
+		op->ack_pending = false;
+	/* the payload is in the peer's memory: the bounce buffer is free */
+	if (op->segmented) {
+		nrma_bufpool_put(
+			&x->tx_bufs,
+			op->sar.bufs[op->sar.done++ % NRMA_SAR_WINDOW]);
+	} else if (op->buf >= 0) {
+		nrma_bufpool_put(&x->tx_bufs, op->buf);
+		op->buf = -1;
+	}
+	send_finish(ep, op);
+	if (more)
+		send_resume(ep, conn);
 }
 
 /*
@@ -233,7 +377,7 @@ void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 	op->ack_pending = false;
 	if (failed && !op->error)
 		op->error = FI_EIO; /* the receiver could not take it */
-	nrma_send_finish(ep, op);
+	send_finish(ep, op);
 }
 
 /*
@@ -255,37 +399,6 @@ void nrma_send_check_peers(struct nrma_ep *ep)
 		    op->conn && (op->ack_pending || op->queued) &&
 		    !op->wc_pending && now - op->sent_ms >= NRMA_ACK_PROBE_MS)
 			nrma_tx_probe(ep, op->conn);
-	}
-}
-
-/* A send that will not complete, with its error (positive). */
-static void send_fail(struct nrma_ep *ep, struct nrma_op *op, int error)
-{
-	op->ack_pending = false;
-	if (!op->error)
-		op->error = error;
-	nrma_send_finish(ep, op);
-}
-
-/* Sends that waited for credits go, in order, while credits last. */
-static void send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
-{
-	struct nrma_op *op;
-
-	while (!nrma_tx_held_waits(conn) && (op = nrma_credit_queued(conn)) &&
-	       conn->sq_free && nrma_credit_take(conn, NRMA_CREDIT_MSG)) {
-		int ret;
-
-		/* Off the queue first: a post that fails the connection
-		 * fails what waits on it. */
-		nrma_credit_unqueue(op);
-		ret = send_go(ep->xfer, op);
-		if (ret == -FI_EAGAIN) {
-			nrma_credit_queue_send(ep, op, true);
-			return;
-		}
-		if (ret)
-			send_fail(ep, op, -ret);
 	}
 }
 

@@ -10,7 +10,11 @@
  * keeps its sends, the others' go ahead.
  */
 void nrma_send_resume_blocked(struct nrma_ep *ep);
-void nrma_send_finish(struct nrma_ep *ep, struct nrma_op *op);
+/*
+ * A send's work request completed (or was flushed): its bounce buffer is
+ * free, and a segmented send's next segments may go.
+ */
+void nrma_send_sent(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 		     bool failed);
 void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);

@@ -22,11 +22,11 @@ struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 			nrma_op_alloc(x, kind, conn);
 }
 
-struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
-				const struct nrma_op *op, size_t len)
+struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x, int64_t buf,
+				size_t len)
 {
 	return (struct nrma_sge){
-		.addr = (uintptr_t) nrma_bufpool_buf(&x->tx_bufs, op->buf),
+		.addr = (uintptr_t) nrma_bufpool_buf(&x->tx_bufs, buf),
 		.len = len,
 		.lkey = nrma_verbs_mr_lkey(x->tx_mr),
 	};

@@ -111,6 +111,9 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 	int ret;
 
 	x->eager_size = nrma_params.eager_size;
+	/* A segment says where it goes in 32 bits. */
+	x->sar_size = nrma_params.sar_size < UINT32_MAX ? nrma_params.sar_size :
+							  UINT32_MAX;
 	/* A buffer holds an eager payload or a rendezvous request. */
 	x->buf_size = sizeof(struct nrma_hdr) +
 		      (x->eager_size > rndv_size ? x->eager_size : rndv_size);
@@ -171,6 +174,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->pending_acks);
 	nrma_dlist_init(&x->pending_reads);
 	nrma_dlist_init(&x->stalled_reads);
+	nrma_dlist_init(&x->sar_receiving);
 	nrma_dlist_init(&x->blocked_conns);
 	nrma_dlist_init(&x->credit_owed);
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++)

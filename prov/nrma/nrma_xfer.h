@@ -7,10 +7,14 @@
  * nrma_trigger.h, nrma_progress.h).  All of it runs with ep->lock held.
  *
  * Messages up to eager_size are copied into a registered bounce buffer
- * and sent into one of the endpoint's shared receive buffers.  Larger
- * ones go by rendezvous: the sender registers its buffer and sends its
- * address; the receiver reads the data straight into the posted receive
- * buffer with RDMA read, then tells the sender with an ACK.  An eager
+ * and sent into one of the endpoint's shared receive buffers.  Those up
+ * to sar_size go the same way in pieces of eager_size (segments, back to
+ * back on their connection), which the receiver copies into the posted
+ * receive as they come, or holds until one is posted: no registration,
+ * no round trip.  Larger ones go by rendezvous: the sender registers its
+ * buffer and sends its address; the receiver reads the data straight
+ * into the posted receive buffer with RDMA read, then tells the sender
+ * with an ACK.  An eager
  * message sent with FI_DELIVERY_COMPLETE also asks for an ACK, which the
  * receiver sends once the data is in the application's buffer.
  *
@@ -45,6 +49,8 @@
 #define NRMA_WR_SLOTS_MASK  0xffu
 /* ACKs one peer may be owed while its queue is full. */
 #define NRMA_ACKS_OWED_MAX  65536
+/* Segments one send has in flight at most. */
+#define NRMA_SAR_WINDOW	    16
 /* Work requests one operation posts at most. */
 #define NRMA_OP_MAX_WRS	    NRMA_IOV_LIMIT
 _Static_assert(NRMA_OP_MAX_WRS <= NRMA_WR_SLOTS_MASK,
@@ -83,6 +89,32 @@ struct nrma_notify_batch {
 struct nrma_rkey;
 
 /*
+ * The segmented message a connection is receiving (nrma_recv.c), one at a
+ * time: its segments come in order, each where the last one ended.
+ * Between messages, next is 0.
+ */
+struct nrma_sar_rx {
+	struct nrma_dlist link; /* on the endpoint's sar_receiving */
+	uint64_t len;		/* the message's length */
+	uint64_t next;		/* the offset the next segment must have */
+	/* Where segments go: into a receive, onto a held message, or away. */
+	struct nrma_rx_entry *rx;
+	struct nrma_unexp *held;
+	uint32_t held_last; /* held: the receive buffer to chain the next to */
+	/* rx: where the message lands, and what its completion says */
+	size_t rx_offset;
+	size_t rx_len; /* what fits: the rest is truncated */
+	void *rx_buf;
+	uint64_t tag;
+	uint32_t cq_data;
+	uint8_t hdr_flags;
+	/* The sender's ACK, owed at the last segment: its token, a NACK. */
+	bool ack_owed;
+	bool ack_failed;
+	uint64_t token;
+};
+
+/*
  * What the data path keeps of one connection (its struct nrma_conn's
  * xfer): made when the connection opens, before it says hello
  * (nrma_progress_conn_open), freed when it is freed.
@@ -111,6 +143,7 @@ struct nrma_xfer_conn {
 	struct nrma_dlist held;	     /* struct nrma_tx_held */
 	struct nrma_dlist held_link; /* on the endpoint's list of those */
 	const void *held_posting;    /* the args of one posted again */
+	struct nrma_sar_rx sar_rx;
 };
 
 /*
@@ -162,7 +195,8 @@ struct nrma_op {
 	unsigned int mr_count;	 /* of mr[] */
 	enum nrma_op_batch batch;
 	bool ack_pending; /* waiting for the peer's ACK */
-	bool queued; /* a read on pending_reads, a send on its send_queue */
+	bool queued;	/* a read on pending_reads, a send on its send_queue */
+	bool segmented; /* a send in segments: sar says how far it is */
 	/*
 	 * What only some kinds read, set by those before they read it:
 	 * nrma_op_alloc leaves it as it was.
@@ -173,10 +207,18 @@ struct nrma_op {
 	struct nrma_dlist link;
 	fi_addr_t dest; /* NRMA_OP_SEND: where it goes */
 	/* a bounce buffer's vector: a small read lands there first */
-	size_t iov_count;	    /* of iov[] */
-	uint64_t resolving;	    /* NRMA_OP_RESOLVE: the key it looks up */
-	struct nrma_dlist notified; /* NRMA_OP_NOTIFY: the writes it counts */
-	struct {		    /* NRMA_OP_READ: recv_read_init sets it */
+	size_t iov_count;	     /* of iov[] */
+	uint64_t resolving;	     /* NRMA_OP_RESOLVE: the key it looks up */
+	struct nrma_dlist notified;  /* NRMA_OP_NOTIFY: the writes it counts */
+	struct {		     /* a segmented send: send_post sets it */
+		struct nrma_hdr hdr; /* each segment's, but seg_offset */
+		size_t sent;	     /* payload bytes posted */
+		unsigned int posted; /* segments posted */
+		unsigned int done;   /* and completed */
+		/* bounce buffers of those in flight, by number % window */
+		int64_t bufs[NRMA_SAR_WINDOW];
+	} sar;
+	struct { /* NRMA_OP_READ: recv_read_init sets it */
 		struct nrma_rx_entry *rx;
 		size_t seg_count;
 		size_t seg_done;
@@ -218,8 +260,19 @@ struct nrma_stalled_read {
 };
 
 /* What a receive buffer holds besides its bytes: records that never move. */
+/*
+ * A held segmented message's receive buffers after its first, chained
+ * from it (nrma_recv.c).
+ */
+struct nrma_sar_piece {
+	uint32_t next; /* the next segment's buffer, or UINT32_MAX */
+	uint32_t len;  /* payload bytes in this one */
+	bool broken;   /* the first's: its connection failed before the end */
+};
+
 struct nrma_rx_slot {
 	struct nrma_unexp unexp;	/* its message, while unexpected */
+	struct nrma_sar_piece piece;	/* a segmented message's, held */
 	struct nrma_rx_owner owner;	/* whose credit it is */
 	struct nrma_stalled_read stall; /* its rendezvous message, waiting */
 };
@@ -263,6 +316,7 @@ struct nrma_pending_ack {
 
 struct nrma_xfer {
 	size_t eager_size;
+	size_t sar_size; /* segmented above eager_size, up to this */
 	size_t buf_size;
 	struct nrma_bufpool tx_bufs;
 	/* Receive buffers, struct nrma_rx_slot records, chunks registered
@@ -286,6 +340,7 @@ struct nrma_xfer {
 	struct nrma_dlist pending_acks;
 	struct nrma_dlist pending_reads; /* struct nrma_op */
 	struct nrma_dlist stalled_reads; /* struct nrma_stalled_read */
+	struct nrma_dlist sar_receiving; /* struct nrma_sar_rx, in progress */
 	size_t acks;			 /* ACKs posted, not yet completed */
 	int64_t checked_ms;	   /* sends waiting for ACKs last checked */
 	int64_t stalls_checked_ms; /* connections last watched for stalls */
@@ -410,8 +465,8 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 /* Reports an operation the application initiated. */
 void nrma_tx_report(struct nrma_ep *ep, const struct nrma_op *op);
 ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags);
-struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x,
-				const struct nrma_op *op, size_t len);
+struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x, int64_t buf,
+				size_t len);
 
 /* Where atomics whose old value nobody wants fetch it to. */
 static inline struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)

@@ -3,6 +3,10 @@
  * The helpers of itest_rs.h: the receiver/sender harness of the message
  * feature tests.
  */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "itest_rs.h"
 
 struct itest_chan chan;
@@ -137,6 +141,28 @@ int rs_main(const char *name, const struct rs_phase *phases, size_t n)
 	return rs_main_r_init(name, phases, n, NULL);
 }
 
+/*
+ * The phases ran with messages up to SAR_SIZE sent in segments: they run
+ * again, in a new image of this program, with all past the eager size
+ * sent by rendezvous (FI_NRMA_SAR_SIZE=0), so both ways are checked.
+ */
+static void rerun_by_rendezvous(const char *name)
+{
+	if (rs_segmented_max() == 0)
+		return;
+	printf("%s: again with FI_NRMA_SAR_SIZE=0\n", name);
+	CHECK(setenv("FI_NRMA_SAR_SIZE", "0", 1) == 0);
+	execl("/proc/self/exe", name, (char *) NULL);
+	FAIL("exec of /proc/self/exe: %s", strerror(errno));
+}
+
+size_t rs_segmented_max(void)
+{
+	const char *sar = getenv("FI_NRMA_SAR_SIZE");
+
+	return sar && !strcmp(sar, "0") ? 0 : SAR_SIZE;
+}
+
 int rs_main_r_init(const char *name, const struct rs_phase *phases, size_t n,
 		   void (*r_init)(void))
 {
@@ -152,5 +178,6 @@ int rs_main_r_init(const char *name, const struct rs_phase *phases, size_t n,
 	itest_wait_kids();
 	itest_chan_close(&chan);
 	itest_pass(name);
+	rerun_by_rendezvous(name);
 	return 0;
 }

@@ -4,7 +4,9 @@
  * nrma_tagged_peek) share: a receiver (this process, "R") and a forked
  * sender ("S"), which run the same phases, each phase on fresh endpoints,
  * in step over one pipe.  rs_main forks S, runs the phases on both sides
- * and waits for S; is_r says which side a phase runs on.
+ * and waits for S, twice: messages of SEG_A bytes go in segments the
+ * first time, by rendezvous the second; is_r says which side a phase
+ * runs on.
  *
  * The helpers are compiled once, in itest_rs.c, into libitest.la.
  */
@@ -13,9 +15,16 @@
 
 #include "itest_msg.h"
 
-/* Rendezvous sizes (eager messages end at 8192 bytes). */
-#define RNDV_A 20000
-#define RNDV_B 100000
+/*
+ * Sizes past the eager messages' (8192 bytes, FI_NRMA_EAGER_SIZE): SEG_A
+ * goes by copy in segments (up to SAR_SIZE, FI_NRMA_SAR_SIZE's default),
+ * RNDV_B by rendezvous.
+ */
+#define SEG_A	 20000
+#define SAR_SIZE 65536
+#define RNDV_B	 100000
+/* The largest message sent in segments in this run: SAR_SIZE, or 0. */
+size_t rs_segmented_max(void);
 
 /* Our end of the pipe to the peer; whether we are R. */
 extern struct itest_chan chan;
@@ -70,7 +79,11 @@ struct rs_phase {
 	const char *name;
 };
 
-/* Runs test name: the n phases, in order, on both sides; passes after. */
+/*
+ * Runs test name: the n phases, in order, on both sides; passes after.
+ * Then runs them all again, messages past the eager size sent by
+ * rendezvous only.
+ */
 int rs_main(const char *name, const struct rs_phase *phases, size_t n);
 /* The same; R calls r_init (after the fork) before it opens its domain. */
 int rs_main_r_init(const char *name, const struct rs_phase *phases, size_t n,

@@ -21,10 +21,19 @@
  *     FI_REMOTE_WRITE, its descriptor passed): H reads the message with
  *     the key it was given, ACKs, and once V's send completed the key
  *     reads nothing more;
- *  5. it connects a third time and sends while V's credits last, which
+ *  5. it connects a third time and sends a segmented message's first
+ *     segment, which V holds, having no receive posted; V posts one, and
+ *     the rest lands in it, whole.  Then the first segment of a message
+ *     that V's next receive takes, and a segment back over what that one
+ *     brought: V drops the connection, and the receive fails
+ *     (FI_ECONNRESET).  Then, a fourth time, a first segment that V holds
+ *     and a next one that changes the message's length: V drops the
+ *     connection and the held part, as if it never came: the receive V
+ *     posts next takes P's message;
+ *  6. it connects a fifth time and sends while V's credits last, which
  *     V tops up as its spare buffers replace those H's messages hold, and
  *     one message more once they stop coming: V drops the connection;
- *  6. it connects a fourth time, granting credits but posting no receive:
+ *  7. it connects a sixth time, granting credits but posting no receive:
  *     V's message to it waits in the device's receiver-not-ready retries,
  *     which never end, until V's stall watch (FI_NRMA_STALL_MS, here
  *     STALL_MS) fails the connection: the send ends in FI_ETIMEDOUT, no
@@ -38,7 +47,7 @@
 #include "nrma_credit_calc.h"
 #include "nrma_proto.h"
 
-#define RNDV_LEN	 65536
+#define RNDV_LEN	 131072 /* past FI_NRMA_SAR_SIZE: rendezvous */
 #define FAKE_BUFS	 32
 #define FAKE_BUF	 4096
 #define FORGE_SLOTS	 256
@@ -49,25 +58,36 @@
 #define FAKE_CREDITS_MSG (FAKE_BUFS - FAKE_CREDITS_CTL)
 #define FAKE_CELL	 4096
 #define STALL_MS	 2000
+/* H's segmented messages: SEG_LEN bytes, in pieces of SEG_PIECE. */
+#define SEG_LEN		 3000
+#define SEG_PIECE	 1000
+#define SEG_SEED	 7
 /* H's overrun: V's spare buffers run out well before this many. */
 #define FAKE_OVERRUN_MAX 4096
 #define FAKE_QUIET_MS	 1000
 
 enum {
-	STEP_NAMES = 1, /* H and P are up */
-	STEP_H_NAME,	/* H connected and says its name */
-	STEP_H_GOT,	/* H holds V's rendezvous request */
-	STEP_P_SENT,	/* V's send to P waits for P */
-	STEP_FORGED,	/* H sent its forged ACKs */
-	STEP_P_RECV,	/* P may take its message */
-	STEP_H_ACK,	/* H may send its true ACK */
-	STEP_RUNT,	/* H sent a runt and saw its connection go */
-	STEP_H_AGAIN,	/* H connected again */
-	STEP_KEY_SENT,	/* V's send to H completed */
-	STEP_KEY_READ,	/* H tried the key again */
-	STEP_OVERRUN,	/* H sent past its credits and saw its connection go */
-	STEP_MUTE,	/* H connected with no receive posted */
-	STEP_MUTE_GONE, /* and saw its connection go */
+	STEP_NAMES = 1,	 /* H and P are up */
+	STEP_H_NAME,	 /* H connected and says its name */
+	STEP_H_GOT,	 /* H holds V's rendezvous request */
+	STEP_P_SENT,	 /* V's send to P waits for P */
+	STEP_FORGED,	 /* H sent its forged ACKs */
+	STEP_P_RECV,	 /* P may take its message */
+	STEP_H_ACK,	 /* H may send its true ACK */
+	STEP_RUNT,	 /* H sent a runt and saw its connection go */
+	STEP_H_AGAIN,	 /* H connected again */
+	STEP_KEY_SENT,	 /* V's send to H completed */
+	STEP_KEY_READ,	 /* H tried the key again */
+	STEP_OVERRUN,	 /* H sent past its credits and saw its connection go */
+	STEP_MUTE,	 /* H connected with no receive posted */
+	STEP_MUTE_GONE,	 /* and saw its connection go */
+	STEP_SEG_HELD,	 /* H sent a first segment, and nothing more */
+	STEP_SEG_POSTED, /* V posted a receive for it */
+	STEP_SEG_PLACING, /* V posted a receive for the next */
+	STEP_SEG_OVERLAP, /* H sent a segment back, and saw its connection go */
+	STEP_SEG_LENGTH,  /* H changed a length, and saw its connection go */
+	STEP_P_SEG,	  /* P may send V its last message */
+	STEP_SEG_DONE,	  /* V took it: H may go on */
 	STEP_DONE,
 };
 
@@ -448,7 +468,7 @@ static void hostile_key(struct itest_chan *ch, const struct sockaddr_in *v,
 }
 
 /*
- * 5. A message past the credits V told H of loses H its connection.  V
+ * 6. A message past the credits V told H of loses H its connection.  V
  * tops H up as its spare buffers replace those H's messages hold; once
  * they stop coming (FAKE_QUIET_MS), H sends one more.
  */
@@ -475,7 +495,7 @@ static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
 	fake_open(&f, v, FAKE_BUFS);
 	EXPECT(fake_connect(&f, &c->name, c, &reason) ==
 		       RDMA_CM_EVENT_ESTABLISHED,
-	       "H connects a third time (reason %d)", reason);
+	       "H connects a fifth time (reason %d)", reason);
 	hdr = (void *) (f.buf + FAKE_BUFS * FAKE_BUF);
 	for (i = 0; fake_credit_within(&f, FAKE_QUIET_MS); i++) {
 		EXPECT(i < FAKE_OVERRUN_MAX,
@@ -496,7 +516,62 @@ static void hostile_overrun(struct itest_chan *ch, const struct sockaddr_in *v,
 	fake_close(&f);
 }
 
-/* 6. A peer that takes nothing: V's stall watch gives up on it. */
+/* Sends the piece at offset of a SEG_LEN-byte message, saying len. */
+static void fake_segment(struct fake *f, uint64_t len, uint32_t offset)
+{
+	static unsigned char msg[SEG_LEN];
+	struct nrma_hdr *hdr = (void *) (f->buf + FAKE_BUFS * FAKE_BUF);
+
+	itest_msg_fill(msg, SEG_LEN, SEG_SEED);
+	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_SEG,
+				  .len = len,
+				  .seg_offset = offset };
+	memcpy(hdr + 1, msg + offset, SEG_PIECE);
+	CHECK(!fake_send(f, sizeof(*hdr) + SEG_PIECE, NRMA_CREDIT_MSG));
+}
+
+static void fake_connect_again(struct fake *f, const struct sockaddr_in *v,
+			       struct claimer *c, const char *what)
+{
+	int reason;
+
+	fake_open(f, v, FAKE_BUFS);
+	EXPECT(fake_connect(f, &c->name, c, &reason) ==
+		       RDMA_CM_EVENT_ESTABLISHED,
+	       "H connects %s (reason %d)", what, reason);
+}
+
+/* 5. Segments, held and taken, and segments that lie. */
+static void hostile_segments(struct itest_chan *ch, const struct sockaddr_in *v,
+			     struct claimer *c)
+{
+	struct fake f;
+
+	fake_connect_again(&f, v, c, "a third time");
+	fake_segment(&f, SEG_LEN, 0);
+	itest_signal(ch, STEP_SEG_HELD);
+	itest_expect_idle(ch, STEP_SEG_POSTED, itest_wait_ms(), "V's receive");
+	fake_segment(&f, SEG_LEN, SEG_PIECE);
+	fake_segment(&f, SEG_LEN, 2 * SEG_PIECE);
+	itest_expect_idle(ch, STEP_SEG_PLACING, itest_wait_ms(),
+			  "V's next receive");
+	fake_segment(&f, SEG_LEN, 0);
+	fake_segment(&f, SEG_LEN, SEG_PIECE / 2);
+	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
+	itest_signal(ch, STEP_SEG_OVERLAP);
+	fake_close(&f);
+
+	fake_connect_again(&f, v, c, "a fourth time");
+	fake_segment(&f, SEG_LEN, 0);
+	fake_segment(&f, 2 * SEG_LEN, SEG_PIECE);
+	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
+	itest_signal(ch, STEP_SEG_LENGTH);
+	fake_close(&f);
+	/* Nothing of H's may reach V's receive for P's message. */
+	itest_expect_idle(ch, STEP_SEG_DONE, itest_wait_ms(), "V's receive");
+}
+
+/* 7. A peer that takes nothing: V's stall watch gives up on it. */
 static void hostile_mute(struct itest_chan *ch, const struct sockaddr_in *v,
 			 struct claimer *c)
 {
@@ -506,7 +581,7 @@ static void hostile_mute(struct itest_chan *ch, const struct sockaddr_in *v,
 	fake_open(&f, v, 0);
 	EXPECT(fake_connect(&f, &c->name, c, &reason) ==
 		       RDMA_CM_EVENT_ESTABLISHED,
-	       "H connects a fourth time (reason %d)", reason);
+	       "H connects a sixth time (reason %d)", reason);
 	itest_signal(ch, STEP_MUTE);
 	fake_expect(&f, RDMA_CM_EVENT_DISCONNECTED);
 	itest_signal(ch, STEP_MUTE_GONE);
@@ -573,6 +648,7 @@ static void hostile(void *arg)
 	itest_signal(&ch, STEP_RUNT);
 	fake_close(&f);
 	hostile_key(&ch, &v, &c);
+	hostile_segments(&ch, &v, &c);
 	hostile_overrun(&ch, &v, &c);
 	hostile_mute(&ch, &v, &c);
 	itest_expect_idle(&ch, STEP_DONE, itest_wait_ms(), "the end");
@@ -599,6 +675,11 @@ static void honest(void *arg)
 		   "P's second receive");
 	c = itest_cq_wait(p.rx, "V's message after H's runt");
 	itest_msg_check(buf, c.len, 3, "V's last message to P");
+	itest_expect(&ch, STEP_P_SEG, "leave to send");
+	itest_msg_fill(buf, 100, 5);
+	ITEST_POST(fi_send(p.ep, buf, 100, NULL, p.peer, buf), "P to V");
+	c = itest_cq_wait(p.tx, "P's send to V");
+	EXPECT(c.op_context == buf, "P's send: context %p", c.op_context);
 	itest_sync(&ch, STEP_DONE, "the end");
 	itest_node_close(&p);
 }
@@ -646,6 +727,58 @@ static void victim_mute(struct itest_node *v, struct itest_chan *ch_h,
 	       "not before FI_NRMA_STALL_MS (%" PRId64 " ms)",
 	       itest_now_ms() - sent);
 	itest_expect(ch_h, STEP_MUTE_GONE, "H's connection to go");
+}
+
+/*
+ * H's segments: a held message taken once a receive comes, a receive
+ * broken by a segment that lies, and a held part dropped for one.
+ */
+static void victim_segments(struct itest_node *v, struct itest_chan *ch_h,
+			    struct itest_chan *ch_p)
+{
+	static unsigned char buf[SEG_LEN + ITEST_GUARD];
+	static char ctx[3];
+	struct fi_cq_err_entry e;
+	struct itest_comp c;
+
+	itest_step = "segments: a held message";
+	itest_expect(ch_h, STEP_SEG_HELD, "H's first segment");
+	itest_cq_expect_empty_at(__FILE__, __LINE__, v->rx, 200,
+				 "H's message is not whole");
+	itest_guard_reset(buf, SEG_LEN, 0);
+	ITEST_POST(
+		fi_recv(v->ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, &ctx[0]),
+		"V's receive of H's held message");
+	itest_signal(ch_h, STEP_SEG_POSTED);
+	c = itest_cq_wait(v->rx, "H's segmented message");
+	EXPECT(c.op_context == &ctx[0] && c.len == SEG_LEN,
+	       "H's message: context %p, len %zu", c.op_context, c.len);
+	itest_msg_check(buf, SEG_LEN, SEG_SEED, "H's segmented message");
+	itest_guard_check(buf, SEG_LEN, "H's segmented message");
+
+	itest_step = "segments: a receive broken";
+	v->rx->errors_ok = true;
+	ITEST_POST(
+		fi_recv(v->ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, &ctx[1]),
+		"V's receive of H's next message");
+	itest_signal(ch_h, STEP_SEG_PLACING);
+	e = itest_cq_wait_err(v->rx, "the receive H's lie broke");
+	EXPECT(e.err == FI_ECONNRESET && e.op_context == &ctx[1],
+	       "the receive fails (err %d, context %p)", e.err, e.op_context);
+	itest_expect(ch_h, STEP_SEG_OVERLAP, "H's connection to go");
+
+	itest_step = "segments: a held part dropped";
+	itest_expect(ch_h, STEP_SEG_LENGTH, "H's fourth connection to go");
+	ITEST_POST(
+		fi_recv(v->ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, &ctx[2]),
+		"V's receive after H's dropped message");
+	itest_signal(ch_p, STEP_P_SEG);
+	c = itest_cq_wait(v->rx, "P's message after H's dropped one");
+	EXPECT(c.op_context == &ctx[2] && c.len == 100,
+	       "P's message: context %p, len %zu", c.op_context, c.len);
+	itest_msg_check(buf, 100, 5, "P's message");
+	itest_cq_expect_empty(v->rx, "nothing of H's dropped message");
+	itest_signal(ch_h, STEP_SEG_DONE);
 }
 
 int main(void)
@@ -704,6 +837,8 @@ int main(void)
 
 	itest_step = "a rendezvous key";
 	victim_key(&v, &ch_h, h);
+
+	victim_segments(&v, &ch_h, &ch_p);
 
 	itest_step = "past its credits";
 	itest_expect(&ch_h, STEP_OVERRUN, "H's overrun and its disconnection");

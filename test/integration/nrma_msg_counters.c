@@ -10,7 +10,7 @@
 
 static size_t cnt_len(size_t i)
 {
-	return i % 3 == 2 ? RNDV_A + i : 10 + 100 * i;
+	return i % 3 == 2 ? SEG_A + i : 10 + 100 * i;
 }
 
 static void phase_counters(void)

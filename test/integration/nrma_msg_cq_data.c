@@ -7,7 +7,8 @@
  */
 #include "itest_rs.h"
 
-static const size_t cqd_lens[5] = { 100, 64, RNDV_B, 10, 30 };
+/* Eager, segmented (or rendezvous), and a tagged one in segments. */
+static const size_t cqd_lens[5] = { 100, 64, SEG_A, 10, 30000 };
 
 static size_t cqd_len(size_t i)
 {
@@ -39,7 +40,7 @@ static void phase_cq_data(void)
 			   "fi_injectdata");
 		ITEST_POST(fi_senddata(n.ep, buf + off[2], cqd_lens[2], NULL,
 				       data[2], n.peer, CTX(2)),
-			   "fi_senddata (rendezvous)");
+			   "fi_senddata (segmented)");
 		send_msg(&n, buf + off[3], cqd_lens[3], CTX(3), "fi_send");
 		ITEST_POST(fi_tsenddata(n.ep, buf + off[4], cqd_lens[4], NULL,
 					data[4], n.peer, 9, CTX(4)),

@@ -159,7 +159,7 @@ static void phase_multi_recv(void)
 	const char *phase = "FI_MULTI_RECV";
 	/* Rendezvous messages complete after the eager ones behind them. */
 	static const size_t mixed[] = {
-		RNDV_A, 1000, RNDV_A, 1000, RNDV_A, 1000, 700, 700,
+		SEG_A, 1000, SEG_A, 1000, SEG_A, 1000, 700, 700,
 	};
 	size_t small[70];
 	struct itest_node n;

@@ -73,9 +73,8 @@ static void phase_empty_iov(void)
 	if (is_r) {
 		struct iovec iov[3] = {
 			{ .iov_base = empty, .iov_len = 0 },
-			{ .iov_base = buf, .iov_len = RNDV_A },
-			{ .iov_base = buf + RNDV_A,
-			  .iov_len = RNDV_B - RNDV_A },
+			{ .iov_base = buf, .iov_len = SEG_A },
+			{ .iov_base = buf + SEG_A, .iov_len = RNDV_B - SEG_A },
 		};
 		struct itest_comp c;
 

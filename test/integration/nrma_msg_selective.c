@@ -10,7 +10,7 @@
 
 static size_t sel_len(size_t i)
 {
-	return i >= 6 ? RNDV_A : 100 + i;
+	return i >= 6 ? SEG_A : 100 + i;
 }
 
 static void phase_selective(void)

@@ -10,8 +10,8 @@ static void phase_truncation(void)
 {
 	const char *phase = "truncation";
 	struct itest_node_opts o = { .recv_cntr = true };
-	static const size_t post[2] = { 100, 10000 }, sent[2] = { 300, RNDV_A };
-	unsigned char *buf = calloc(1, RNDV_A + 2 * ITEST_GUARD + 200);
+	static const size_t post[2] = { 100, 10000 }, sent[2] = { 300, SEG_A };
+	unsigned char *buf = calloc(1, SEG_A + 2 * ITEST_GUARD + 200);
 	struct itest_node n;
 
 	CHECK(buf != NULL);

@@ -229,20 +229,19 @@ static void s_messages(struct sep *s)
 /* A rendezvous message to context 1, a tagged one to context 0. */
 static void r_more(struct sep *s)
 {
-	unsigned char *big = itest_guarded(RNDV_A);
+	unsigned char *big = itest_guarded(SEG_A);
 	char tagged[SMALL] = "";
 	struct itest_comp c;
 
-	ITEST_POST(
-		fi_recv(s->rx[1], big, RNDV_A, NULL, FI_ADDR_UNSPEC, CTX(20)),
-		"a rendezvous receive");
+	ITEST_POST(fi_recv(s->rx[1], big, SEG_A, NULL, FI_ADDR_UNSPEC, CTX(20)),
+		   "a rendezvous receive");
 	ITEST_POST(fi_trecv(s->rx[0], tagged, SMALL, NULL, FI_ADDR_UNSPEC, 9, 0,
 			    CTX(21)),
 		   "a tagged receive");
 	signal_peer();
 	c = itest_cq_wait(s->rxcq[1], "the rendezvous message");
 	EXPECT_COMP(c, CTX(20), FI_RECV | FI_MSG, 0, "rendezvous");
-	itest_msg_check(big, RNDV_A, 0x5e9, "the rendezvous message");
+	itest_msg_check(big, SEG_A, 0x5e9, "the rendezvous message");
 	c = itest_cq_wait(s->rxcq[0], "the tagged message");
 	EXPECT_COMP(c, CTX(21), FI_RECV | FI_TAGGED, 0, "tagged");
 	CHECK(c.tag == 9 && !strcmp(tagged, "tagged"));
@@ -251,12 +250,12 @@ static void r_more(struct sep *s)
 
 static void s_more(struct sep *s)
 {
-	unsigned char *big = itest_guarded(RNDV_A);
+	unsigned char *big = itest_guarded(SEG_A);
 	char tagged[SMALL] = "tagged";
 
-	itest_msg_fill(big, RNDV_A, 0x5e9);
+	itest_msg_fill(big, SEG_A, 0x5e9);
 	await_peer("R's receives");
-	ITEST_POST(fi_send(s->tx[0], big, RNDV_A, NULL,
+	ITEST_POST(fi_send(s->tx[0], big, SEG_A, NULL,
 			   fi_rx_addr(s->peer, 1, RX_BITS), CTX(0)),
 		   "a rendezvous send");
 	ITEST_POST(fi_tsend(s->tx[1], tagged, SMALL, NULL,

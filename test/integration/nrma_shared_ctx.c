@@ -153,7 +153,7 @@ static void phase_refused(void)
 /* R: the context's receives take what reaches each endpoint. */
 static void r_receives(struct itest_node *n)
 {
-	size_t big = RNDV_A;
+	size_t big = SEG_A;
 	unsigned char *buf = itest_guarded(NR * big);
 
 	/* Posted before anything arrives: through the context and through
@@ -192,7 +192,7 @@ static void r_receives(struct itest_node *n)
 
 static void s_sends(struct itest_node *n, const fi_addr_t *peers)
 {
-	size_t big = RNDV_A;
+	size_t big = SEG_A;
 	unsigned char *buf = itest_guarded(NR * big);
 
 	for (size_t i = 0; i < NR; i++)
@@ -309,7 +309,7 @@ static void phase_srx_more(void)
  */
 static void s_budget(struct itest_node *n, const fi_addr_t *peers)
 {
-	size_t big = RNDV_A;
+	size_t big = SEG_A;
 	unsigned char *buf = itest_guarded(big);
 
 	for (size_t i = 0; i < NS; i++)
@@ -344,13 +344,13 @@ static void phase_stx(void)
 		exchange(n, NS, peers, 1);
 		s_budget(n, peers);
 	} else {
-		unsigned char *buf = itest_guarded(STX_SIZE * RNDV_A);
+		unsigned char *buf = itest_guarded(STX_SIZE * SEG_A);
 
 		open_nodes(n, 1, "R");
 		exchange(n, 1, peers, NS);
 		await_peer("S's budget");
 		for (size_t i = 0; i < STX_SIZE; i++)
-			recv_msg(&n[0], buf + i * RNDV_A, RNDV_A, CTX(i),
+			recv_msg(&n[0], buf + i * SEG_A, SEG_A, CTX(i),
 				 "a receive");
 		for (size_t i = 0; i < STX_SIZE; i++)
 			itest_cq_wait(n[0].rx, "a message");

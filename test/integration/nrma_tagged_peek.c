@@ -23,7 +23,7 @@ enum {
 
 static const uint64_t pk_tag[PK_N] = { PK_DATA, PK_CLAIM, PK_DROP,
 				       PK_CLAIM_DROP };
-static const size_t pk_len[PK_N] = { 200, RNDV_A, 300, RNDV_B };
+static const size_t pk_len[PK_N] = { 200, SEG_A, 300, RNDV_B };
 
 static ssize_t pk_post(struct itest_node *n, uint64_t tag, uint64_t flags,
 		       void *buf, size_t len, void *context)

@@ -165,8 +165,44 @@ static void test_hdr_eager_and_ack(void **state)
 			 -FI_EINVAL);
 	hdr->op = 0;
 	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr)), -FI_EINVAL);
-	hdr->op = NRMA_HDR_ACK + 1;
+	hdr->op = NRMA_HDR_SEG + 1;
 	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr)), -FI_EINVAL);
+}
+
+/* A segment's payload lies within its message; where is the receiver's. */
+static void test_hdr_seg(void **state)
+{
+	uint64_t buf[64] = { 0 };
+	struct nrma_hdr *hdr = (void *) buf;
+
+	(void) state;
+	*hdr = (struct nrma_hdr){ .op = NRMA_HDR_SEG,
+				  .len = 300,
+				  .flags = NRMA_HDR_TAGGED | NRMA_HDR_ACK_REQ };
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr) + 100), 0);
+	hdr->seg_offset = 200; /* the last piece */
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr) + 100), 0);
+	/* past the message's end, or empty */
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr) + 101),
+			 -FI_EINVAL);
+	hdr->seg_offset = UINT32_MAX;
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr) + 1),
+			 -FI_EINVAL);
+	hdr->seg_offset = 0;
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr)), -FI_EINVAL);
+	/* a length past what an offset can say */
+	hdr->len = (uint64_t) UINT32_MAX + 1;
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr) + 100),
+			 -FI_EINVAL);
+	/* no rendezvous segments, no NACK */
+	hdr->len = 300;
+	hdr->seg_count = 1;
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr) + 100),
+			 -FI_EINVAL);
+	hdr->seg_count = 0;
+	hdr->flags = NRMA_HDR_NACK;
+	assert_int_equal(nrma_proto_hdr_check(hdr, sizeof(*hdr) + 100),
+			 -FI_EINVAL);
 }
 
 static void test_hdr_rndv(void **state)
@@ -414,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_cm_msg_data_roundtrip),
 		cmocka_unit_test(test_cm_msg_data_rejects),
 		cmocka_unit_test(test_hdr_eager_and_ack),
+		cmocka_unit_test(test_hdr_seg),
 		cmocka_unit_test(test_hdr_rndv),
 		cmocka_unit_test(test_key_layout),
 		cmocka_unit_test(test_key_unseal),
