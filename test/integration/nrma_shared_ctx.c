@@ -201,7 +201,7 @@ static void s_sends(struct itest_node *n, const fi_addr_t *peers)
 	/* One after the other: R's receives take them in that order. */
 	for (size_t i = 0; i < 2; i++) {
 		send_to(&n[i], buf + i * big, big, peers[i], CTX(i));
-		wait_sends(&n[i], i, 1, "a rendezvous send");
+		wait_sends(&n[i], i, 1, "a send");
 	}
 	send_to(&n[0], buf + 2 * big, big, peers[2], CTX(2));
 	signal_peer();
@@ -309,7 +309,7 @@ static void phase_srx_more(void)
  */
 static void s_budget(struct itest_node *n, const fi_addr_t *peers)
 {
-	size_t big = SEG_A;
+	size_t big = RNDV_B;
 	unsigned char *buf = itest_guarded(big);
 
 	for (size_t i = 0; i < NS; i++)
@@ -344,13 +344,13 @@ static void phase_stx(void)
 		exchange(n, NS, peers, 1);
 		s_budget(n, peers);
 	} else {
-		unsigned char *buf = itest_guarded(STX_SIZE * SEG_A);
+		unsigned char *buf = itest_guarded(STX_SIZE * RNDV_B);
 
 		open_nodes(n, 1, "R");
 		exchange(n, 1, peers, NS);
 		await_peer("S's budget");
 		for (size_t i = 0; i < STX_SIZE; i++)
-			recv_msg(&n[0], buf + i * SEG_A, SEG_A, CTX(i),
+			recv_msg(&n[0], buf + i * RNDV_B, RNDV_B, CTX(i),
 				 "a receive");
 		for (size_t i = 0; i < STX_SIZE; i++)
 			itest_cq_wait(n[0].rx, "a message");
