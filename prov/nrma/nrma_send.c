@@ -24,15 +24,26 @@ static void send_await_ack(struct nrma_xfer *x, struct nrma_op *op,
 	hdr->token = nrma_op_token(x, op);
 }
 
-static void send_fill_eager(struct nrma_xfer *x, struct nrma_op *op,
-			    struct nrma_hdr *hdr,
-			    const struct nrma_send_args *a)
+/*
+ * A message sent by copy, whole or in segments: with FI_DELIVERY_COMPLETE
+ * its receiver ACKs once the data is in the application's buffer.
+ */
+static void send_fill_copy(struct nrma_xfer *x, struct nrma_op *op,
+			   struct nrma_hdr *hdr, const struct nrma_send_args *a,
+			   enum nrma_hdr_op kind)
 {
-	hdr->op = NRMA_HDR_EAGER;
+	hdr->op = kind;
 	if (a->flags & FI_DELIVERY_COMPLETE) {
 		hdr->flags |= NRMA_HDR_ACK_REQ;
 		send_await_ack(x, op, hdr);
 	}
+}
+
+static void send_fill_eager(struct nrma_xfer *x, struct nrma_op *op,
+			    struct nrma_hdr *hdr,
+			    const struct nrma_send_args *a)
+{
+	send_fill_copy(x, op, hdr, a, NRMA_HDR_EAGER);
 	nrma_iov_gather(hdr + 1, a->iov, a->count, 0, hdr->len);
 }
 
@@ -76,11 +87,7 @@ static void send_fill_segmented(struct nrma_xfer *x, struct nrma_op *op,
 				struct nrma_hdr *hdr,
 				const struct nrma_send_args *a)
 {
-	hdr->op = NRMA_HDR_SEG;
-	if (a->flags & FI_DELIVERY_COMPLETE) {
-		hdr->flags |= NRMA_HDR_ACK_REQ;
-		send_await_ack(x, op, hdr);
-	}
+	send_fill_copy(x, op, hdr, a, NRMA_HDR_SEG);
 	memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
 	op->iov_count = a->count;
 	op->sar.sent = 0;
@@ -125,7 +132,7 @@ static size_t send_wire_len(const struct nrma_hdr *hdr)
 static int send_segment_go(struct nrma_xfer *x, struct nrma_op *op)
 {
 	size_t left = op->len - op->sar.sent;
-	size_t len = left < x->eager_size ? left : x->eager_size;
+	size_t len = left < x->seg_size ? left : x->seg_size;
 	int64_t buf = nrma_bufpool_get(&x->tx_bufs);
 	struct nrma_hdr *hdr;
 	struct nrma_sge sge;
@@ -234,13 +241,11 @@ static void send_resume(struct nrma_ep *ep, struct nrma_conn *conn)
 
 /*
  * In order behind those already waiting for credits, and behind the
- * writes held for a key (FI_ORDER_SAW).  A segmented send goes through
- * the queue, which keeps its segments together (send_resume).
+ * writes held for a key (FI_ORDER_SAW).
  */
 static int send_start(struct nrma_ep *ep, struct nrma_op *op)
 {
-	if (op->segmented || nrma_tx_held_waits(op->conn) ||
-	    nrma_credit_send_waits(op->conn) ||
+	if (nrma_tx_held_waits(op->conn) || nrma_credit_send_waits(op->conn) ||
 	    !nrma_credit_take(op->conn, NRMA_CREDIT_MSG)) {
 		nrma_credit_queue_send(ep, op, false);
 		return 0;
@@ -255,33 +260,70 @@ static int send_wait_connection(struct nrma_xfer *x, struct nrma_op *op)
 	return 0;
 }
 
-static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
-			 const void *args, size_t msg_len)
+/* A send's operation, with a bounce buffer for its header if asked. */
+static struct nrma_op *send_op_new(struct nrma_ep *ep, struct nrma_conn *conn,
+				   const struct nrma_send_args *a,
+				   size_t msg_len, bool bounce)
 {
-	const struct nrma_send_args *a = args;
-	struct nrma_xfer *x = ep->xfer;
-	/* Above the eager size, up to FI_NRMA_SAR_SIZE: by copy, in pieces. */
-	bool segmented = msg_len > x->eager_size && msg_len <= x->sar_size;
-	struct nrma_hdr *hdr;
 	struct nrma_op *op;
-	int ret = 0;
 
-	if (conn && !nrma_dlist_empty(&x->connecting))
+	if (conn && !nrma_dlist_empty(&ep->xfer->connecting))
 		nrma_send_connecting(ep); /* those first */
-	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, !segmented);
+	op = nrma_tx_op_alloc(ep, NRMA_OP_SEND, conn, bounce);
 	if (!op)
-		return -FI_EAGAIN;
+		return NULL;
 	op->dest = a->dest;
 	op->context = a->context;
 	op->len = msg_len;
 	op->flags = FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
 		    nrma_tx_comp_flags(ep, a->flags, a->silent);
-	op->segmented = segmented;
-	hdr = segmented ? &op->sar.hdr : nrma_bufpool_buf(&x->tx_bufs, op->buf);
+	return op;
+}
+
+/*
+ * A segmented send goes through its connection's queue, which keeps its
+ * segments together (send_resume), as far as credits and room let it now.
+ */
+static NRMA_NOINLINE ssize_t send_post_segmented(struct nrma_ep *ep,
+						 struct nrma_conn *conn,
+						 const struct nrma_send_args *a,
+						 size_t msg_len)
+{
+	struct nrma_op *op = send_op_new(ep, conn, a, msg_len, false);
+
+	if (!op)
+		return -FI_EAGAIN;
+	op->segmented = true;
+	send_fill_hdr(ep, &op->sar.hdr, a, msg_len);
+	send_fill_segmented(ep->xfer, op, &op->sar.hdr, a);
+	if (conn)
+		nrma_credit_queue_send(ep, op, false);
+	else
+		send_wait_connection(ep->xfer, op);
+	nrma_tx_started(ep->xfer);
+	if (conn)
+		send_resume(ep, conn);
+	return 0;
+}
+
+static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
+			 const void *args, size_t msg_len)
+{
+	const struct nrma_send_args *a = args;
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_hdr *hdr;
+	struct nrma_op *op;
+	int ret = 0;
+
+	/* Above the eager size, up to FI_NRMA_SAR_SIZE: by copy, in pieces. */
+	if (msg_len > x->eager_size && msg_len <= x->sar_size)
+		return send_post_segmented(ep, conn, a, msg_len);
+	op = send_op_new(ep, conn, a, msg_len, true);
+	if (!op)
+		return -FI_EAGAIN;
+	hdr = nrma_bufpool_buf(&x->tx_bufs, op->buf);
 	send_fill_hdr(ep, hdr, a, msg_len);
-	if (segmented)
-		send_fill_segmented(x, op, hdr, a);
-	else if (msg_len <= x->eager_size)
+	if (msg_len <= x->eager_size)
 		send_fill_eager(x, op, hdr, a);
 	else
 		ret = send_fill_rndv(ep, op, hdr, a);
@@ -292,9 +334,6 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		return ret;
 	}
 	nrma_tx_started(x);
-	/* Its segments go now, as far as credits and room let them. */
-	if (conn && segmented)
-		send_resume(ep, conn);
 	return 0;
 }
 
@@ -337,26 +376,34 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
 }
 
-void nrma_send_sent(struct nrma_ep *ep, struct nrma_op *op)
+/* A segment's bounce buffer is free, and the next segments may go. */
+static NRMA_NOINLINE void send_segment_sent(struct nrma_ep *ep,
+					    struct nrma_op *op)
 {
-	struct nrma_xfer *x = ep->xfer;
 	struct nrma_conn *conn = op->conn;
-	bool more = op->queued; /* a segmented one's next segments */
+	bool more = op->queued;
 
-	if (op->error)
-		op->ack_pending = false;
-	/* the payload is in the peer's memory: the bounce buffer is free */
-	if (op->segmented) {
-		nrma_bufpool_put(
-			&x->tx_bufs,
-			op->sar.bufs[op->sar.done++ % NRMA_SAR_WINDOW]);
-	} else if (op->buf >= 0) {
-		nrma_bufpool_put(&x->tx_bufs, op->buf);
-		op->buf = -1;
-	}
+	nrma_bufpool_put(&ep->xfer->tx_bufs,
+			 op->sar.bufs[op->sar.done++ % NRMA_SAR_WINDOW]);
 	send_finish(ep, op);
 	if (more)
 		send_resume(ep, conn);
+}
+
+void nrma_send_sent(struct nrma_ep *ep, struct nrma_op *op)
+{
+	if (op->error)
+		op->ack_pending = false;
+	if (op->segmented) {
+		send_segment_sent(ep, op);
+		return;
+	}
+	/* the payload is in the peer's memory: the bounce buffer is free */
+	if (op->buf >= 0) {
+		nrma_bufpool_put(&ep->xfer->tx_bufs, op->buf);
+		op->buf = -1;
+	}
+	send_finish(ep, op);
 }
 
 /*

@@ -114,6 +114,11 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 	/* A segment says where it goes in 32 bits. */
 	x->sar_size = nrma_params.sar_size < UINT32_MAX ? nrma_params.sar_size :
 							  UINT32_MAX;
+	/* A segment with its header fills eager_size bytes: whole packets of
+	 * the path MTU, a power of two, where eager_size is a multiple. */
+	x->seg_size = x->eager_size > 2 * sizeof(struct nrma_hdr) ?
+			      x->eager_size - sizeof(struct nrma_hdr) :
+			      x->eager_size;
 	/* A buffer holds an eager payload or a rendezvous request. */
 	x->buf_size = sizeof(struct nrma_hdr) +
 		      (x->eager_size > rndv_size ? x->eager_size : rndv_size);

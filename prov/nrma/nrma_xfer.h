@@ -317,6 +317,7 @@ struct nrma_pending_ack {
 struct nrma_xfer {
 	size_t eager_size;
 	size_t sar_size; /* segmented above eager_size, up to this */
+	size_t seg_size; /* a segment's payload */
 	size_t buf_size;
 	struct nrma_bufpool tx_bufs;
 	/* Receive buffers, struct nrma_rx_slot records, chunks registered

@@ -4,7 +4,7 @@
  * forked sender ("S"), on fresh endpoints (see itest_rs.h): messages
  * past the eager size, which go in segments up to FI_NRMA_SAR_SIZE
  * (and, in itest_rs's second run, all by rendezvous):
- *  - lengths on each side of a segment's and of the segmented limit,
+ *  - lengths on each side of two segments' and of the segmented limit,
  *    into posted receives with room to spare: each lands whole, nothing
  *    past it is written;
  *  - a stream of 24 messages of 5 segments each, more segments than a
@@ -18,8 +18,13 @@
 
 #define SEG_SLACK 16
 
-static const size_t sizes_lens[] = { 8193,  16383,    16384,	   16385,
-				     65535, SAR_SIZE, SAR_SIZE + 1 };
+/* A segment carries 8192 - 40 bytes (FI_NRMA_EAGER_SIZE less a header). */
+#define SEG_PIECE 8152
+
+static const size_t sizes_lens[] = { 8193,	    2 * SEG_PIECE - 1,
+				     2 * SEG_PIECE, 2 * SEG_PIECE + 1,
+				     16384,	    65535,
+				     SAR_SIZE,	    SAR_SIZE + 1 };
 #define SIZES_N (sizeof(sizes_lens) / sizeof(sizes_lens[0]))
 
 static size_t sizes_len(size_t i)
@@ -51,34 +56,52 @@ static void recv_all(struct itest_node *n, unsigned char *buf,
 	}
 }
 
-static void phase_sizes(void)
+/*
+ * S sends count messages, len(i) bytes each, back to back; R posts the
+ * first posted receives before, the rest while the messages come.
+ */
+static void seg_round(size_t count, size_t (*len)(size_t), size_t posted,
+		      uint64_t seed, const char *phase)
 {
-	const char *phase = "lengths around the segments";
-	size_t off[SIZES_N];
-	unsigned char *buf = msg_layout(off, SIZES_N, sizes_len, SEG_SLACK);
+	size_t off[128];
+	unsigned char *buf;
 	struct itest_node n;
 
+	CHECK(count <= 128);
+	buf = msg_layout(off, count, len, SEG_SLACK);
 	open_pair(&n, NULL, is_r ? "R" : "S");
 	if (!is_r) {
 		await_peer("R's receives");
-		for (size_t i = 0; i < SIZES_N; i++) {
-			itest_msg_fill(buf + off[i], sizes_len(i), 0x800 + i);
-			send_msg(&n, buf + off[i], sizes_len(i), CTX(i), phase);
+		for (size_t i = 0; i < count; i++) {
+			itest_msg_fill(buf + off[i], len(i), seed + i);
+			send_msg(&n, buf + off[i], len(i), CTX(i), phase);
 		}
-		wait_sends(&n, 0, SIZES_N, phase);
+		wait_sends(&n, 0, count, phase);
 	} else {
-		for (size_t i = 0; i < SIZES_N; i++)
-			recv_msg(&n, buf + off[i], sizes_len(i) + SEG_SLACK,
-				 CTX(i), phase);
-		signal_peer();
-		recv_all(&n, buf, off, SIZES_N, sizes_len, 0x800, phase);
+		for (size_t i = 0; i < count; i++) {
+			if (i == posted)
+				signal_peer();
+			if (i >= posted)
+				itest_progress();
+			recv_msg(&n, buf + off[i], len(i) + SEG_SLACK, CTX(i),
+				 phase);
+		}
+		if (posted == count)
+			signal_peer();
+		recv_all(&n, buf, off, count, len, seed, phase);
 	}
 	close_pair(&n, phase);
 	free(buf);
 }
 
+static void phase_sizes(void)
+{
+	seg_round(SIZES_N, sizes_len, SIZES_N, 0x800,
+		  "lengths around the segments");
+}
+
 #define STREAM_N   24
-#define STREAM_LEN 40000 /* 5 segments of 8192 bytes */
+#define STREAM_LEN 40000 /* 5 segments */
 
 static size_t stream_len(size_t i)
 {
@@ -88,34 +111,7 @@ static size_t stream_len(size_t i)
 
 static void phase_stream(void)
 {
-	const char *phase = "a stream";
-	size_t off[STREAM_N];
-	unsigned char *buf = msg_layout(off, STREAM_N, stream_len, SEG_SLACK);
-	struct itest_node n;
-
-	open_pair(&n, NULL, is_r ? "R" : "S");
-	if (!is_r) {
-		await_peer("R's first receives");
-		for (size_t i = 0; i < STREAM_N; i++) {
-			itest_msg_fill(buf + off[i], STREAM_LEN, 0x880 + i);
-			send_msg(&n, buf + off[i], STREAM_LEN, CTX(i), phase);
-		}
-		wait_sends(&n, 0, STREAM_N, phase);
-	} else {
-		for (size_t i = 0; i < STREAM_N / 2; i++)
-			recv_msg(&n, buf + off[i], STREAM_LEN + SEG_SLACK,
-				 CTX(i), phase);
-		signal_peer();
-		/* The rest are posted while messages come. */
-		for (size_t i = STREAM_N / 2; i < STREAM_N; i++) {
-			itest_progress();
-			recv_msg(&n, buf + off[i], STREAM_LEN + SEG_SLACK,
-				 CTX(i), phase);
-		}
-		recv_all(&n, buf, off, STREAM_N, stream_len, 0x880, phase);
-	}
-	close_pair(&n, phase);
-	free(buf);
+	seg_round(STREAM_N, stream_len, STREAM_N / 2, 0x880, "a stream");
 }
 
 #define TAGGED_LEN 30000
