@@ -84,7 +84,7 @@ static void nrma_define_params(void)
 		nrma_params.eager_size);
 	fi_param_define(
 		&nrma_prov, "sar_size", FI_PARAM_SIZE_T,
-		"Largest message sent by copy in pieces of the eager size, one after the other; larger ones are read by the receiver (default: %zu)",
+		"Largest message sent by copy in segments of the eager size (with their headers), one after the other; larger ones are read by the receiver (default: %zu)",
 		nrma_params.sar_size);
 	fi_param_define(
 		&nrma_prov, "unexp_max", FI_PARAM_SIZE_T,

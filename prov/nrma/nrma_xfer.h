@@ -8,13 +8,13 @@
  *
  * Messages up to eager_size are copied into a registered bounce buffer
  * and sent into one of the endpoint's shared receive buffers.  Those up
- * to sar_size go the same way in pieces of eager_size (segments, back to
- * back on their connection), which the receiver copies into the posted
- * receive as they come, or holds until one is posted: no registration,
- * no round trip.  Larger ones go by rendezvous: the sender registers its
- * buffer and sends its address; the receiver reads the data straight
- * into the posted receive buffer with RDMA read, then tells the sender
- * with an ACK.  An eager
+ * to sar_size go the same way in pieces (segments of eager_size bytes
+ * with their headers, back to back on their connection), which the
+ * receiver copies into the posted receive as they come, or holds until
+ * one is posted: no registration, no round trip.  Larger ones go by
+ * rendezvous: the sender registers its buffer and sends its address; the
+ * receiver reads the data straight into the posted receive buffer with
+ * RDMA read, then tells the sender with an ACK.  An eager or segmented
  * message sent with FI_DELIVERY_COMPLETE also asks for an ACK, which the
  * receiver sends once the data is in the application's buffer.
  *
