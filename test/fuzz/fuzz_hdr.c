@@ -38,6 +38,13 @@ static void hdr_accepted(const struct nrma_hdr *hdr, size_t len)
 		if (len != sizeof(*hdr))
 			abort();
 		break;
+	case NRMA_HDR_SEG:
+		/* a piece, not empty, within a length an offset can say */
+		if (hdr->seg_count || len == sizeof(*hdr) ||
+		    hdr->len > UINT32_MAX ||
+		    hdr->seg_offset + (len - sizeof(*hdr)) > hdr->len)
+			abort();
+		break;
 	default:
 		abort();
 	}
