@@ -442,8 +442,13 @@ struct nrma_cntr_words {
 	struct nrma_cntr_words *replaced; /* the block before this one */
 	size_t cap;
 	_Atomic size_t count;
+	/* The first NRMA_CNTR_WORDS_FIRST are read without a loop (one
+	 * binding of FI_REMOTE_WRITE and FI_REMOTE_READ watches two): a
+	 * slot among them past count points at a word that stays 0. */
 	volatile uint64_t *_Atomic word[];
 };
+
+#define NRMA_CNTR_WORDS_FIRST 2
 
 struct nrma_cntr {
 	struct fid_cntr cntr_fid;

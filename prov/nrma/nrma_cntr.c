@@ -17,19 +17,21 @@
 /* A counter is remote-driven while it watches words: nothing signals it. */
 static bool cntr_remote(struct nrma_cntr *cntr)
 {
-	struct nrma_cntr_words *words = atomic_load(&cntr->words);
-
-	return words && atomic_load(&words->count);
+	return atomic_load(&atomic_load(&cntr->words)->count);
 }
 
-/* A change to the words and the bias, with cntr->lock held. */
+/*
+ * A change to the words and the bias, with cntr->lock held.  Its stores
+ * are sequentially consistent, so none of them is seen before the odd
+ * count; a reader that sees one of them sees the odd count after it
+ * (its loads are acquire loads: nrma_comp_cntr_value).
+ */
 static void cntr_words_change(struct nrma_cntr *cntr)
 {
 	unsigned seq =
 		atomic_load_explicit(&cntr->words_seq, memory_order_relaxed);
 
 	atomic_store_explicit(&cntr->words_seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
 }
 
 static void cntr_words_changed(struct nrma_cntr *cntr)
@@ -37,25 +39,42 @@ static void cntr_words_changed(struct nrma_cntr *cntr)
 	atomic_fetch_add_explicit(&cntr->words_seq, 1, memory_order_release);
 }
 
-/* A block with room for one more word, the old one's copied in. */
-static struct nrma_cntr_words *cntr_words_room(struct nrma_cntr *cntr)
-{
-	struct nrma_cntr_words *old = atomic_load(&cntr->words), *words;
-	size_t count = old ? atomic_load(&old->count) : 0;
-	size_t cap;
+/* What an unused one of a block's first slots points at. */
+static volatile uint64_t cntr_no_word;
 
-	if (old && count < old->cap)
-		return old;
-	cap = old ? 2 * old->cap : 2;
-	words = malloc(sizeof(*words) + cap * sizeof(words->word[0]));
+/*
+ * A block of cap (at least NRMA_CNTR_WORDS_FIRST) words, those of old
+ * (NULL: none) copied in.
+ */
+static struct nrma_cntr_words *cntr_words_new(struct nrma_cntr_words *old,
+					      size_t cap)
+{
+	size_t count = old ? atomic_load(&old->count) : 0;
+	struct nrma_cntr_words *words =
+		malloc(sizeof(*words) + cap * sizeof(words->word[0]));
+
 	if (!words)
 		return NULL;
 	words->replaced = old;
 	words->cap = cap;
-	for (size_t i = 0; i < count; i++)
-		atomic_init(&words->word[i], atomic_load(&old->word[i]));
+	for (size_t i = 0; i < cap; i++)
+		atomic_init(&words->word[i],
+			    i < count ? atomic_load(&old->word[i]) :
+					&cntr_no_word);
 	atomic_init(&words->count, count);
-	atomic_store(&cntr->words, words);
+	return words;
+}
+
+/* A block with room for one more word. */
+static struct nrma_cntr_words *cntr_words_room(struct nrma_cntr *cntr)
+{
+	struct nrma_cntr_words *old = atomic_load(&cntr->words), *words;
+
+	if (atomic_load(&old->count) < old->cap)
+		return old;
+	words = cntr_words_new(old, 2 * old->cap);
+	if (words)
+		atomic_store(&cntr->words, words);
 	return words;
 }
 
@@ -89,7 +108,7 @@ static void cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
 
 	pthread_mutex_lock(&cntr->lock);
 	words = atomic_load(&cntr->words);
-	count = words ? atomic_load(&words->count) : 0;
+	count = atomic_load(&words->count);
 	for (size_t i = 0; i < count; i++) {
 		if (atomic_load(&words->word[i]) != word)
 			continue;
@@ -97,6 +116,7 @@ static void cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
 		atomic_fetch_add(&cntr->value, *word);
 		atomic_store(&words->word[i],
 			     atomic_load(&words->word[count - 1]));
+		atomic_store(&words->word[count - 1], &cntr_no_word);
 		atomic_store(&words->count, count - 1);
 		cntr_words_changed(cntr);
 		break;
@@ -378,8 +398,15 @@ int nrma_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 	cntr = calloc(1, sizeof(*cntr));
 	if (!cntr)
 		return -FI_ENOMEM;
+	/* Never without a block: a read has one test less. */
+	atomic_init(&cntr->words, cntr_words_new(NULL, NRMA_CNTR_WORDS_FIRST));
+	if (!cntr->words) {
+		free(cntr);
+		return -FI_ENOMEM;
+	}
 	ret = nrma_wait_open(&cntr->wait, attr->wait_obj);
 	if (ret) {
+		free(cntr->words);
 		free(cntr);
 		return ret;
 	}
