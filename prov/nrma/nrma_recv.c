@@ -592,6 +592,17 @@ static void recv_sar_end(struct nrma_ep *ep, struct nrma_conn *conn)
 		recv_ack_send(ep, conn, s->token, s->ack_failed);
 }
 
+/* len more bytes of conn's message came: it ends if that was all. */
+static void recv_sar_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
+			     size_t len)
+{
+	struct nrma_sar_rx *s = &conn->xfer->sar_rx;
+
+	s->next += len;
+	if (s->next == s->len)
+		recv_sar_end(ep, conn);
+}
+
 /* A held message's receive buffers go back, all of them. */
 static void recv_sar_release(struct nrma_ep *ep, uint32_t first)
 {
@@ -613,7 +624,6 @@ static void recv_sar_next(struct nrma_ep *ep, uint32_t buf, size_t wc_len,
 	const struct nrma_hdr *hdr = recv_hdr(ep, buf);
 	size_t len = wc_len - sizeof(*hdr);
 
-	s->next += len;
 	if (s->held) {
 		struct nrma_xfer *x = ep->xfer;
 
@@ -627,8 +637,7 @@ static void recv_sar_next(struct nrma_ep *ep, uint32_t buf, size_t wc_len,
 			recv_sar_copy(s, hdr->seg_offset, hdr + 1, len);
 		nrma_recv_buf_release(ep, buf);
 	}
-	if (s->next == s->len)
-		recv_sar_end(ep, conn);
+	recv_sar_arrived(ep, conn, len);
 }
 
 /* A first segment that a receive matched. */
@@ -642,9 +651,7 @@ static void recv_sar_first(struct nrma_ep *ep, struct nrma_rx_entry *rx,
 	recv_sar_place(s, rx);
 	recv_sar_copy(s, 0, hdr + 1, len);
 	nrma_recv_buf_release(ep, buf);
-	s->next = len;
-	if (s->next == s->len)
-		recv_sar_end(ep, conn);
+	recv_sar_arrived(ep, conn, len);
 }
 
 /* A first segment that no receive wanted: held, the rest chained to it. */
@@ -660,9 +667,7 @@ static void recv_sar_hold(struct nrma_ep *ep, uint32_t buf, size_t wc_len,
 					 (uint32_t) (wc_len - sizeof(*hdr)) };
 	s->held = &slot->unexp;
 	s->held_last = buf;
-	s->next = slot->piece.len;
-	if (s->next == s->len)
-		recv_sar_end(ep, conn);
+	recv_sar_arrived(ep, conn, slot->piece.len);
 }
 
 /* The connection still receiving a held message, or NULL. */
@@ -1164,8 +1169,7 @@ ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context)
 static void recv_forget_held(struct nrma_unexp *unexp)
 {
 	/* Its buffers go with its endpoint; what still comes is dropped. */
-	if (recv_sar_receiving(unexp))
-		recv_sar_drop_held(unexp, true);
+	recv_sar_drop_held(unexp, true);
 }
 
 /* The receive reads of ep's land in no longer waits for them. */

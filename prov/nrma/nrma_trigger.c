@@ -52,8 +52,7 @@ static int trigger_condition(const struct nrma_ep *ep, uint64_t flags,
 static struct nrma_trigger *trigger_copy(const struct nrma_trigger_op *op,
 					 const struct nrma_trigger_io *io)
 {
-	size_t args = (op->args_size + sizeof(max_align_t) - 1) /
-		      sizeof(max_align_t) * sizeof(max_align_t);
+	size_t args = nrma_tx_args_room(op->args_size);
 	struct nrma_trigger *t =
 		malloc(sizeof(*t) + args +
 		       io->count * (sizeof(*t->iov) + sizeof(*t->desc)));

@@ -205,8 +205,7 @@ ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 
 /* Transmits held for a key (see nrma_xfer.h) */
 
-/* Arguments' bytes, rounded up so that the data after them is aligned. */
-static size_t tx_held_args_room(size_t args_size)
+size_t nrma_tx_args_room(size_t args_size)
 {
 	return (args_size + sizeof(max_align_t) - 1) / sizeof(max_align_t) *
 	       sizeof(max_align_t);
@@ -217,7 +216,7 @@ struct nrma_tx_held *nrma_tx_held_new(const void *args, size_t args_size,
 				      size_t data)
 {
 	struct nrma_tx_held *h =
-		malloc(sizeof(*h) + tx_held_args_room(args_size) + data);
+		malloc(sizeof(*h) + nrma_tx_args_room(args_size) + data);
 
 	if (!h)
 		return NULL;
@@ -229,7 +228,7 @@ struct nrma_tx_held *nrma_tx_held_new(const void *args, size_t args_size,
 
 void *nrma_tx_held_data(struct nrma_tx_held *h, size_t args_size)
 {
-	return (char *) h->args + tx_held_args_room(args_size);
+	return (char *) h->args + nrma_tx_args_room(args_size);
 }
 
 /*

@@ -526,6 +526,8 @@ struct nrma_tx_held {
 	max_align_t args[]; /* the kind's arguments, then injected bytes */
 };
 
+/* Arguments' bytes, rounded up so that data after them is aligned. */
+size_t nrma_tx_args_room(size_t args_size);
 /*
  * A record with a copy of args (args_size bytes) and of notify (NULL:
  * none), and room for data bytes; NULL when out of memory.
