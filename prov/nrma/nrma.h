@@ -56,6 +56,7 @@
 #include "nrma_list.h"
 #include "nrma_ring.h"
 #include "nrma_wait.h"
+#include "nrma_wordset.h"
 
 #define NRMA_PROV_NAME	  FI_NRMA_PROV_NAME
 #define NRMA_PROV_VERSION FI_NRMA_VERSION
@@ -433,23 +434,6 @@ int nrma_cq_trywait(struct nrma_cq *cq);
 bool nrma_cq_ready(struct nrma_cq *cq);
 
 /* Counter: bumped by progress (nrma_comp.c) and by remote atomics. */
-/*
- * The notification words a counter counts in.  Readers walk a block
- * without the counter's lock (nrma_comp_cntr_value), so a full block is
- * replaced, not reallocated, and freed only when the counter closes.
- */
-struct nrma_cntr_words {
-	struct nrma_cntr_words *replaced; /* the block before this one */
-	size_t cap;
-	_Atomic size_t count;
-	/* The first NRMA_CNTR_WORDS_FIRST are read without a loop (one
-	 * binding of FI_REMOTE_WRITE and FI_REMOTE_READ watches two): a
-	 * slot among them past count points at a word that stays 0. */
-	volatile uint64_t *_Atomic word[];
-};
-
-#define NRMA_CNTR_WORDS_FIRST 2
-
 struct nrma_cntr {
 	struct fid_cntr cntr_fid;
 	struct nrma_domain *domain;
@@ -459,7 +443,9 @@ struct nrma_cntr {
 	/* Odd while the words and the bias change together: a reader that
 	 * saw it odd or changed reads again (a sequence lock). */
 	_Atomic unsigned words_seq;
-	struct nrma_cntr_words *_Atomic words;
+	/* The notification words it counts in, read without its lock
+	 * (nrma_comp_cntr_value). */
+	struct nrma_wordset *_Atomic words;
 	struct nrma_wait wait;
 	struct nrma_ep_set eps; /* endpoints to progress */
 	atomic_int ref;		/* endpoints, poll sets using it */

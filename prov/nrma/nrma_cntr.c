@@ -39,88 +39,31 @@ static void cntr_words_changed(struct nrma_cntr *cntr)
 	atomic_fetch_add_explicit(&cntr->words_seq, 1, memory_order_release);
 }
 
-/* What an unused one of a block's first slots points at. */
-static volatile uint64_t cntr_no_word;
-
-/*
- * A block of cap (at least NRMA_CNTR_WORDS_FIRST) words, those of old
- * (NULL: none) copied in.
- */
-static struct nrma_cntr_words *cntr_words_new(struct nrma_cntr_words *old,
-					      size_t cap)
-{
-	size_t count = old ? atomic_load(&old->count) : 0;
-	struct nrma_cntr_words *words =
-		malloc(sizeof(*words) + cap * sizeof(words->word[0]));
-
-	if (!words)
-		return NULL;
-	words->replaced = old;
-	words->cap = cap;
-	for (size_t i = 0; i < cap; i++)
-		atomic_init(&words->word[i],
-			    i < count ? atomic_load(&old->word[i]) :
-					&cntr_no_word);
-	atomic_init(&words->count, count);
-	return words;
-}
-
-/* A block with room for one more word. */
-static struct nrma_cntr_words *cntr_words_room(struct nrma_cntr *cntr)
-{
-	struct nrma_cntr_words *old = atomic_load(&cntr->words), *words;
-
-	if (atomic_load(&old->count) < old->cap)
-		return old;
-	words = cntr_words_new(old, 2 * old->cap);
-	if (words)
-		atomic_store(&cntr->words, words);
-	return words;
-}
-
 /* The value stays what it was: the bias takes the word's current count. */
 static int cntr_watch(struct nrma_cntr *cntr, volatile uint64_t *word)
 {
-	struct nrma_cntr_words *words;
-	int ret = 0;
+	struct nrma_wordset *words;
 
 	pthread_mutex_lock(&cntr->lock);
-	words = cntr_words_room(cntr);
+	words = nrma_wordset_room(atomic_load(&cntr->words));
 	if (words) {
-		size_t count = atomic_load(&words->count);
-
+		atomic_store(&cntr->words, words);
 		cntr_words_change(cntr);
-		atomic_store(&words->word[count], word);
-		atomic_store(&words->count, count + 1);
+		nrma_wordset_add(words, word);
 		atomic_fetch_sub(&cntr->value, *word);
 		cntr_words_changed(cntr);
-	} else {
-		ret = -FI_ENOMEM;
 	}
 	pthread_mutex_unlock(&cntr->lock);
-	return ret;
+	return words ? 0 : -FI_ENOMEM;
 }
 
 static void cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
 {
-	struct nrma_cntr_words *words;
-	size_t count;
-
 	pthread_mutex_lock(&cntr->lock);
-	words = atomic_load(&cntr->words);
-	count = atomic_load(&words->count);
-	for (size_t i = 0; i < count; i++) {
-		if (atomic_load(&words->word[i]) != word)
-			continue;
-		cntr_words_change(cntr);
+	cntr_words_change(cntr);
+	if (nrma_wordset_remove(atomic_load(&cntr->words), word))
 		atomic_fetch_add(&cntr->value, *word);
-		atomic_store(&words->word[i],
-			     atomic_load(&words->word[count - 1]));
-		atomic_store(&words->word[count - 1], &cntr_no_word);
-		atomic_store(&words->count, count - 1);
-		cntr_words_changed(cntr);
-		break;
-	}
+	cntr_words_changed(cntr);
 	pthread_mutex_unlock(&cntr->lock);
 }
 
@@ -351,10 +294,7 @@ static int nrma_cntr_close(struct fid *fid)
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
 	nrma_ep_set_fini(&cntr->eps);
-	for (struct nrma_cntr_words *w = cntr->words, *next; w; w = next) {
-		next = w->replaced;
-		free(w);
-	}
+	nrma_wordset_free(cntr->words);
 	pthread_mutex_destroy(&cntr->lock);
 	nrma_wait_close(&cntr->wait);
 	atomic_fetch_sub(&cntr->domain->ref, 1);
@@ -398,15 +338,15 @@ int nrma_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 	cntr = calloc(1, sizeof(*cntr));
 	if (!cntr)
 		return -FI_ENOMEM;
-	/* Never without a block: a read has one test less. */
-	atomic_init(&cntr->words, cntr_words_new(NULL, NRMA_CNTR_WORDS_FIRST));
+	/* Never without a set: a read has one test less. */
+	atomic_init(&cntr->words, nrma_wordset_new());
 	if (!cntr->words) {
 		free(cntr);
 		return -FI_ENOMEM;
 	}
 	ret = nrma_wait_open(&cntr->wait, attr->wait_obj);
 	if (ret) {
-		free(cntr->words);
+		nrma_wordset_free(cntr->words);
 		free(cntr);
 		return ret;
 	}

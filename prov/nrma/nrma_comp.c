@@ -101,32 +101,11 @@ static void comp_cq_write_err(struct nrma_cq *cq, const struct nrma_comp *comp)
 	comp_cq_push(cq, comp, err);
 }
 
-static uint64_t comp_cntr_word(const struct nrma_cntr_words *words, size_t i)
-{
-	return __atomic_load_n(
-		atomic_load_explicit(&words->word[i], memory_order_acquire),
-		__ATOMIC_RELAXED);
-}
-
 uint64_t nrma_comp_cntr_words(const struct nrma_cntr *cntr)
 {
-	/* Acquire: a block is filled before it is published, and a reader
-	 * that sees a change sees the odd sequence count before it. */
-	struct nrma_cntr_words *words =
-		atomic_load_explicit(&cntr->words, memory_order_acquire);
-	size_t count =
-		atomic_load_explicit(&words->count, memory_order_acquire);
-	uint64_t sum = 0;
-
-	/* A word read from a block being changed may be a cell's that is
-	 * reopened meanwhile (nrma_notify_cell_open zeroes it): a read the
-	 * sequence count then discards, atomic so that it races with
-	 * nothing.  The first ones are always there (nrma.h). */
-	for (size_t i = 0; i < NRMA_CNTR_WORDS_FIRST; i++)
-		sum += comp_cntr_word(words, i);
-	for (size_t i = NRMA_CNTR_WORDS_FIRST; i < count; i++)
-		sum += comp_cntr_word(words, i);
-	return sum;
+	/* Acquire: a set is filled before it is published. */
+	return nrma_wordset_sum(
+		atomic_load_explicit(&cntr->words, memory_order_acquire));
 }
 
 /*
