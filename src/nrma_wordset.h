@@ -34,7 +34,12 @@ struct nrma_wordset *nrma_wordset_new(void);
  * when it has no room for one more word.
  */
 struct nrma_wordset *nrma_wordset_room(struct nrma_wordset *set);
-/* Adds word to a set with room (nrma_wordset_room). */
+/*
+ * Adds word to a set with room (nrma_wordset_room).  This and
+ * nrma_wordset_remove store sequentially consistent: a reader that sees
+ * one of their stores sees what the writer stored before it (the odd
+ * value of a sequence count around the change).
+ */
 void nrma_wordset_add(struct nrma_wordset *set, volatile uint64_t *word);
 /* Whether word was in set; it is not any more. */
 bool nrma_wordset_remove(struct nrma_wordset *set, volatile uint64_t *word);
