@@ -102,6 +102,108 @@ int nrma_op_post(struct nrma_op *op, struct nrma_wr_chain *chain)
 	return 0;
 }
 
+/* What flushed a request: a connection that timed out times it out. */
+int nrma_op_wc_errno(const struct nrma_conn *conn, int status)
+{
+	if (status == nrma_verbs_status_flushed && conn->error == -FI_ETIMEDOUT)
+		return FI_ETIMEDOUT;
+	return nrma_verbs_status_errno(status);
+}
+
+/* Chains without a record (nrma_op_post_light) */
+
+int nrma_op_post_light(struct nrma_conn *conn, struct nrma_wr_chain *chain,
+		       void *context, uint64_t flags)
+{
+	struct nrma_xfer_conn *xc = conn->xfer;
+	uint64_t id = NRMA_WR_LIGHT | (uintptr_t) xc;
+	size_t count = chain->count, posted;
+	struct nrma_op_light *light;
+	int ret;
+
+	if (conn->state != NRMA_CONN_CONNECTED)
+		return -FI_ECONNRESET;
+	if (conn->sq_free < count)
+		return -FI_EAGAIN;
+	ret = nrma_verbs_post(conn->qp, chain, id | NRMA_WR_LIGHT_PART, id,
+			      &posted);
+	if (ret == -FI_EAGAIN && !posted)
+		return ret;
+	if (posted) {
+		conn->sq_free -= posted;
+		if (xc->light_head == xc->light_tail)
+			nrma_conn_hold(conn);
+		light = &xc->light[xc->light_head++ & xc->light_mask];
+		*light = (struct nrma_op_light){
+			.context = context,
+			.flags = flags,
+			.wrs = (uint32_t) posted,
+			/* each is flushed with a completion of its own */
+			.orphans = posted == count ? 0 : (uint32_t) posted,
+			.error = ret ? FI_EIO : 0,
+		};
+	}
+	if (!ret)
+		return 0;
+	/* Half an operation (a write without its notification) is none. */
+	nrma_cm_conn_fail(conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
+	return posted ? 0 : ret;
+}
+
+static struct nrma_xfer_conn *op_light_conn(uint64_t wr_id)
+{
+	return (struct nrma_xfer_conn *) (uintptr_t) (wr_id &
+						      NRMA_WR_LIGHT_CONN);
+}
+
+/*
+ * The chain a completion belongs to is the ring's oldest: RC ends them in
+ * order.  A request before its chain's last completes only in error,
+ * before the last is flushed, or, of a chain posted in part, once each.
+ */
+bool nrma_op_light_wc(const struct nrma_wc *wc, struct nrma_op_light *done)
+{
+	struct nrma_xfer_conn *xc = op_light_conn(wc->wr_id);
+	struct nrma_op_light *light =
+		&xc->light[xc->light_tail & xc->light_mask];
+	struct nrma_conn *conn = xc->conn;
+
+	if (wc->status && !light->error) {
+		light->error = nrma_op_wc_errno(conn, wc->status);
+		light->prov_errno = wc->status;
+		nrma_cm_conn_fail(conn, -light->error);
+	}
+	if ((wc->wr_id & NRMA_WR_LIGHT_PART) &&
+	    (!light->orphans || --light->orphans))
+		return false;
+	conn->sq_free += light->wrs;
+	conn->sq_done++;
+	*done = *light;
+	if (++xc->light_tail == xc->light_head)
+		nrma_conn_release(conn);
+	return true;
+}
+
+bool nrma_op_light_busy(const struct nrma_conn *conn)
+{
+	const struct nrma_xfer_conn *xc = conn->xfer;
+
+	return xc && xc->light_tail != xc->light_head;
+}
+
+struct nrma_wc nrma_op_light_flush_wc(const struct nrma_conn *conn, int status)
+{
+	const struct nrma_xfer_conn *xc = conn->xfer;
+	const struct nrma_op_light *light =
+		&xc->light[xc->light_tail & xc->light_mask];
+
+	return (struct nrma_wc){
+		.wr_id = NRMA_WR_LIGHT | (uintptr_t) xc |
+			 (light->orphans ? NRMA_WR_LIGHT_PART : 0),
+		.status = status,
+	};
+}
+
 /*
  * The registration the device uses for an application buffer: its
  * descriptor's, if that allows the access (without FI_MR_LOCAL an

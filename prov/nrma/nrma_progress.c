@@ -25,16 +25,6 @@
 
 /* Work completions */
 
-/* What flushed a request: a connection that timed out times it out. */
-static int progress_wc_errno(const struct nrma_conn *conn,
-			     const struct nrma_wc *wc)
-{
-	if (wc->status == nrma_verbs_status_flushed &&
-	    conn->error == -FI_ETIMEDOUT)
-		return FI_ETIMEDOUT;
-	return nrma_verbs_status_errno(wc->status);
-}
-
 /*
  * Whether a completion ends its chain of work requests: the signaled last
  * one does, and frees the slots of all; an unsignaled one only completes
@@ -46,7 +36,7 @@ static bool progress_chain_done(struct nrma_op *op, const struct nrma_wc *wc)
 	uint64_t slots = wc->wr_id >> NRMA_WR_SLOTS_SHIFT & NRMA_WR_SLOTS_MASK;
 
 	if (wc->status && !op->error) {
-		op->error = progress_wc_errno(op->conn, wc);
+		op->error = nrma_op_wc_errno(op->conn, wc->status);
 		op->prov_errno = wc->status;
 		nrma_cm_conn_fail(op->conn, -op->error);
 	}
@@ -102,6 +92,16 @@ static NRMA_INLINE void progress_op_wc(struct nrma_ep *ep,
 		nrma_rma_notified(ep, op);
 		break;
 	}
+}
+
+/* A chain posted without a record (nrma_op_post_light): RMA's. */
+static NRMA_INLINE void progress_light_wc(struct nrma_ep *ep,
+					  const struct nrma_wc *wc)
+{
+	struct nrma_op_light done;
+
+	if (nrma_op_light_wc(wc, &done))
+		nrma_rma_light_done(ep, &done);
 }
 
 static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)
@@ -179,7 +179,8 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 	struct nrma_xfer *x = ep->xfer;
 	int64_t now;
 
-	if (!nrma_params.stall_ms || !nrma_token_any(&x->ops))
+	/* Chains without a record are application transmits (x->sends). */
+	if (!nrma_params.stall_ms || (!nrma_token_any(&x->ops) && !x->sends))
 		return;
 	now = nrma_xfer_now_ms();
 	if (now - x->stalls_checked_ms < NRMA_STALL_CHECK_MS)
@@ -212,6 +213,8 @@ static NRMA_INLINE int progress_poll(struct nrma_ep *ep)
 	for (int i = 0; i < n; i++) {
 		if (wc[i].wr_id & NRMA_WR_RECV)
 			progress_recv_wc(ep, &wc[i]);
+		else if (wc[i].wr_id & NRMA_WR_LIGHT)
+			progress_light_wc(ep, &wc[i]);
 		else
 			progress_op_wc(ep, &wc[i]);
 	}
@@ -239,12 +242,14 @@ ssize_t nrma_progress_rx_ctx_recv(struct nrma_rx_ctx *rc,
 
 /*
  * The work requests the device still held for ep end as flushed, each
- * once, through the path of the device's own completions.  A chain's
- * last request frees one send queue slot here: its connection failed.
+ * once, through the path of the device's own completions: operations',
+ * then each connection's chains without a record.  A chain's last
+ * request frees one send queue slot here: its connection failed.
  */
 static void progress_flush_ops(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
+	struct nrma_dlist *item, *next;
 
 	for (uint32_t i = 0; i < nrma_token_count(&x->ops); i++) {
 		struct nrma_op *op = nrma_op_at(x, i);
@@ -262,6 +267,17 @@ static void progress_flush_ops(struct nrma_ep *ep)
 			};
 
 			progress_op_wc(ep, &wc);
+		}
+	}
+	nrma_dlist_foreach_safe (nrma_cm_conns(ep->cm), item, next) {
+		struct nrma_conn *conn =
+			nrma_container_of(item, struct nrma_conn, link);
+
+		while (nrma_op_light_busy(conn)) {
+			struct nrma_wc wc = nrma_op_light_flush_wc(
+				conn, nrma_verbs_status_flushed);
+
+			progress_light_wc(ep, &wc);
 		}
 	}
 }

@@ -2,9 +2,11 @@
 /*
  * fi_rma: RDMA reads and writes, each followed on the same queue pair by
  * the notification atomics its target asked for.  The smallest writes go
- * inline (the device copies them as they are posted), other small ones
- * through a bounce buffer; larger ones use the application's
- * registration, or one the operation makes.
+ * inline (the device copies them as they are posted); others use the
+ * application's registrations where its descriptors allow.  Those need
+ * no operation record: their context and flags wait in their
+ * connection's ring (nrma_op_post_light).  The rest go through a bounce
+ * buffer when small, or a registration the operation makes.
  */
 #include <string.h>
 
@@ -46,6 +48,41 @@ static size_t rma_local_inline(const struct nrma_rma_args *a, size_t len,
 				.addr = (uintptr_t) a->iov[i].iov_base,
 				.len = a->iov[i].iov_len,
 			};
+	return n;
+}
+
+/*
+ * A payload that needs nothing of an operation record: inline, or in
+ * registrations of the application's that allow the access; its
+ * segments, or -1 when it needs a bounce buffer or a registration of its
+ * own.  An injected one is copied: its buffer is the caller's again once
+ * the call returns.
+ */
+static int rma_local_direct(const struct nrma_conn *conn,
+			    const struct nrma_rma_args *a, size_t len,
+			    struct nrma_sge *sge, bool *wr_inline)
+{
+	uint64_t needed = a->flags & FI_READ ? FI_READ : 0;
+	int n = 0;
+
+	*wr_inline = rma_inline(conn, a, len);
+	if (*wr_inline)
+		return (int) rma_local_inline(a, len, sge);
+	if (!len || !a->desc || a->silent || (a->flags & FI_INJECT))
+		return -1;
+	for (size_t i = 0; i < a->count; i++) {
+		const struct nrma_mr *mr = a->desc[i];
+
+		if (!a->iov[i].iov_len)
+			continue;
+		if (!mr || (mr->access & needed) != needed)
+			return -1;
+		sge[n++] = (struct nrma_sge){
+			.addr = (uintptr_t) a->iov[i].iov_base,
+			.len = a->iov[i].iov_len,
+			.lkey = nrma_verbs_mr_lkey(mr->verbs),
+		};
+	}
 	return n;
 }
 
@@ -124,21 +161,30 @@ static void rma_wrs(struct nrma_wr_chain *chain, const struct nrma_conn *conn,
  * Whether a write's notifications wait in its connection's batch
  * (nrma_batch.c): 1 if they do, 0 if they go with it, or -FI_EAGAIN.
  */
-static int rma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
-			  const struct nrma_rma_args *a,
-			  const struct nrma_remote *remote,
-			  const struct nrma_remote *set,
-			  struct nrma_batch_target *t)
+static void rma_batch_target(const struct nrma_rma_args *a,
+			     const struct nrma_remote *remote,
+			     const struct nrma_remote *set,
+			     struct nrma_batch_target *t)
 {
-	if ((a->flags & FI_READ) || !nrma_batch_enabled())
-		return 0;
 	*t = (struct nrma_batch_target){ .cell_rkey = remote->cell_rkey };
 	if (a->notify) {
 		t->has_set = true;
 		t->set_rkey = set->rkey;
 		t->set_addr = set->addr;
 	}
-	return nrma_batch_open(ep, conn, t);
+}
+
+static int rma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
+			  const struct nrma_rma_args *a,
+			  const struct nrma_remote *remote,
+			  const struct nrma_remote *set)
+{
+	struct nrma_batch_target t;
+
+	if ((a->flags & FI_READ) || !nrma_batch_enabled())
+		return 0;
+	rma_batch_target(a, remote, set, &t);
+	return nrma_batch_open(ep, conn, &t);
 }
 
 static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
@@ -182,53 +228,55 @@ static NRMA_NOINLINE ssize_t rma_hold(struct nrma_ep *ep,
 	return nrma_tx_hold(ep, conn, h);
 }
 
-static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
-			const void *args, size_t len)
+/* Where an operation goes, the set's word it bumps, its completion flags. */
+struct rma_target {
+	struct nrma_remote remote, set;
+	uint64_t flags; /* of its completion */
+};
+
+/*
+ * An operation whose payload needs nothing of a record (rma_local_direct),
+ * its notifications with it: nothing to release at its end
+ * (nrma_op_post_light).
+ */
+static NRMA_INLINE int rma_post_light(struct nrma_ep *ep,
+				      struct nrma_conn *conn,
+				      const struct nrma_rma_args *a,
+				      const struct nrma_sge *sge, int sge_count,
+				      bool wr_inline,
+				      const struct rma_target *t)
 {
-	const struct nrma_rma_args *a = args;
+	struct nrma_sge scratch = nrma_scratch_sge(ep->xfer);
+	struct nrma_wr_chain chain;
+
+	if (!nrma_tx_room(ep->xfer))
+		return -FI_EAGAIN;
+	rma_wrs(&chain, conn, a, &t->remote, &t->set, sge, sge_count, wr_inline,
+		&scratch);
+	return nrma_op_post_light(conn, &chain, a->context, t->flags);
+}
+
+/* Any other: an operation record, which a batch may hold. */
+static NRMA_NOINLINE int rma_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
+				     const struct nrma_rma_args *a, size_t len,
+				     const struct rma_target *t, int batched)
+{
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
 	struct nrma_wr_chain chain;
-	struct nrma_remote remote, set;
-	struct nrma_batch_target target;
-	struct nrma_op *op;
-	uint64_t flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
-			 nrma_tx_comp_flags(ep, a->flags, a->silent);
-	/* Immediate data takes a receive buffer at the peer: a credit. */
-	bool imm = (a->flags & (FI_READ | FI_REMOTE_CQ_DATA)) ==
-		   FI_REMOTE_CQ_DATA;
-	bool wr_inline = false; /* the data write's payload goes inline */
-	int batched, n;
+	struct nrma_op *op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
+	bool wr_inline = rma_inline(conn, a, len);
+	int n;
 
-	n = nrma_rkey_target(ep, conn, a->key, a->addr, len,
-			     a->flags & FI_READ ? NRMA_KEY_REMOTE_READ :
-						  NRMA_KEY_REMOTE_WRITE,
-			     &remote);
-	if (!n && a->notify)
-		n = nrma_rkey_notify_target(ep, conn, a->notify, &set);
-	if (nrma_tx_held_must_wait(conn, a, n))
-		return rma_hold(ep, conn, a, len);
-	if (n == -FI_EACCES)
-		return nrma_tx_refuse(ep, a->context, flags);
-	if (n)
-		return n;
-	batched = rma_batch_open(ep, conn, a, &remote, &set, &target);
-	if (batched < 0)
-		return batched;
-	if (imm && !nrma_credit_take(conn, NRMA_CREDIT_CTL))
+	if (!op)
 		return -FI_EAGAIN;
-	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
-	n = -FI_EAGAIN;
-	if (op) {
-		op->context = a->context;
-		op->len = len;
-		op->flags = flags;
-		wr_inline = rma_inline(conn, a, len);
-		n = wr_inline ? (int) rma_local_inline(a, len, sge) :
-				rma_local(ep, op, a, sge);
-	}
+	op->context = a->context;
+	op->len = len;
+	op->flags = t->flags;
+	n = wr_inline ? (int) rma_local_inline(a, len, sge) :
+			rma_local(ep, op, a, sge);
 	if (n >= 0) {
-		rma_wrs(&chain, conn, a, &remote, &set, sge, n, wr_inline,
+		rma_wrs(&chain, conn, a, &t->remote, &t->set, sge, n, wr_inline,
 			&scratch);
 		/* A batched write goes alone: the batch's atomics follow. */
 		if (batched)
@@ -236,15 +284,61 @@ static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		n = nrma_op_post(op, &chain);
 	}
 	if (n) {
-		if (imm)
-			nrma_credit_untake(conn, NRMA_CREDIT_CTL);
-		if (op)
-			nrma_op_free(x, op);
+		nrma_op_free(x, op);
 		return n;
 	}
-	nrma_tx_started(x);
-	if (batched)
+	if (batched) {
+		struct nrma_batch_target target;
+
+		rma_batch_target(a, &t->remote, &t->set, &target);
 		nrma_batch_add(ep, op, &target, nrma_notify_set_add(a->notify));
+	}
+	return 0;
+}
+
+static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
+			const void *args, size_t len)
+{
+	const struct nrma_rma_args *a = args;
+	struct rma_target t = {
+		.flags = FI_RMA | (a->flags & (FI_READ | FI_WRITE)) |
+			 nrma_tx_comp_flags(ep, a->flags, a->silent),
+	};
+	/* Immediate data takes a receive buffer at the peer: a credit. */
+	bool imm = (a->flags & (FI_READ | FI_REMOTE_CQ_DATA)) ==
+		   FI_REMOTE_CQ_DATA;
+	struct nrma_sge sge[NRMA_IOV_LIMIT];
+	bool wr_inline;
+	int batched, n;
+
+	n = nrma_rkey_target(ep, conn, a->key, a->addr, len,
+			     a->flags & FI_READ ? NRMA_KEY_REMOTE_READ :
+						  NRMA_KEY_REMOTE_WRITE,
+			     &t.remote);
+	if (!n && a->notify)
+		n = nrma_rkey_notify_target(ep, conn, a->notify, &t.set);
+	if (nrma_tx_held_must_wait(conn, a, n))
+		return rma_hold(ep, conn, a, len);
+	if (n == -FI_EACCES)
+		return nrma_tx_refuse(ep, a->context, t.flags);
+	if (n)
+		return n;
+	batched = rma_batch_open(ep, conn, a, &t.remote, &t.set);
+	if (batched < 0)
+		return batched;
+	if (imm && !nrma_credit_take(conn, NRMA_CREDIT_CTL))
+		return -FI_EAGAIN;
+	n = batched || !nrma_op_light_fits(conn) ?
+		    -1 :
+		    rma_local_direct(conn, a, len, sge, &wr_inline);
+	n = n >= 0 ? rma_post_light(ep, conn, a, sge, n, wr_inline, &t) :
+		     rma_post_op(ep, conn, a, len, &t, batched);
+	if (n) {
+		if (imm)
+			nrma_credit_untake(conn, NRMA_CREDIT_CTL);
+		return n;
+	}
+	nrma_tx_started(ep->xfer);
 	return 0;
 }
 
@@ -323,6 +417,13 @@ void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_tx_report(ep, op);
 	nrma_tx_ended(ep->xfer);
 	nrma_op_free(ep->xfer, op);
+}
+
+void nrma_rma_light_done(struct nrma_ep *ep, const struct nrma_op_light *done)
+{
+	nrma_tx_end(ep, done->context, done->flags, done->error,
+		    done->prov_errno);
+	nrma_tx_ended(ep->xfer);
 }
 
 void nrma_rma_notified(struct nrma_ep *ep, struct nrma_op *notify)

@@ -16,7 +16,7 @@ struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 {
 	struct nrma_xfer *x = ep->xfer;
 
-	if (x->tx->sends == x->tx->max)
+	if (!nrma_tx_room(x))
 		return NULL;
 	return bounce ? nrma_op_alloc_buf(x, kind, conn) :
 			nrma_op_alloc(x, kind, conn);
@@ -70,13 +70,18 @@ static NRMA_NOINLINE void tx_report_entry(struct nrma_ep *ep, void *context,
 	nrma_comp_tx(ep, &comp);
 }
 
+void nrma_tx_end(struct nrma_ep *ep, void *context, uint64_t flags, int err,
+		 int prov_errno)
+{
+	if (!err)
+		nrma_comp_tx_done(ep, context, flags);
+	else
+		tx_report_entry(ep, context, flags, err, prov_errno);
+}
+
 void nrma_tx_report(struct nrma_ep *ep, const struct nrma_op *op)
 {
-	if (!op->error)
-		nrma_comp_tx_done(ep, op->context, op->flags);
-	else
-		tx_report_entry(ep, op->context, op->flags, op->error,
-				op->prov_errno);
+	nrma_tx_end(ep, op->context, op->flags, op->error, op->prov_errno);
 }
 
 /*
@@ -255,7 +260,7 @@ ssize_t nrma_tx_hold(struct nrma_ep *ep, struct nrma_conn *conn,
 {
 	struct nrma_xfer *x = ep->xfer;
 
-	if (x->tx->sends == x->tx->max) {
+	if (!nrma_tx_room(x)) {
 		free(h);
 		return -FI_EAGAIN;
 	}

@@ -40,7 +40,17 @@
 #include "nrma_token.h"
 #include "nrma_verbs.h"
 
-#define NRMA_WR_RECV	    (1ULL << 63) /* wr_id of a receive buffer */
+#define NRMA_WR_RECV	   (1ULL << 63) /* wr_id of a receive buffer */
+/*
+ * wr_id of a chain posted without an operation record
+ * (nrma_op_post_light): its connection's struct nrma_xfer_conn, whose
+ * address is 8-byte aligned and below bit 62; the low bit marks the
+ * requests before the chain's last.
+ */
+#define NRMA_WR_LIGHT	   (1ULL << 62)
+#define NRMA_WR_LIGHT_PART 1ULL
+#define NRMA_WR_LIGHT_CONN \
+	(~(NRMA_WR_RECV | NRMA_WR_LIGHT | NRMA_WR_LIGHT_PART))
 /*
  * An operation's work requests but the last are unsignaled; the last one's
  * wr_id carries how many send queue slots its completion frees.
@@ -115,6 +125,20 @@ struct nrma_sar_rx {
 };
 
 /*
+ * A chain posted without an operation record: what its completion
+ * reports.  A write the device copies as it is posted, with nothing of
+ * the caller's to release when it ends, needs no more.
+ */
+struct nrma_op_light {
+	void *context;
+	uint64_t flags;	  /* completion flags, FI_COMPLETION */
+	uint32_t wrs;	  /* send queue slots its end frees */
+	uint32_t orphans; /* posted in part: flushes still to come */
+	int error;	  /* first failure, positive */
+	int prov_errno;	  /* its verbs completion status */
+};
+
+/*
  * What the data path keeps of one connection (its struct nrma_conn's
  * xfer): made when the connection opens, before it says hello
  * (nrma_progress_conn_open), freed when it is freed.
@@ -144,6 +168,16 @@ struct nrma_xfer_conn {
 	struct nrma_dlist held_link; /* on the endpoint's list of those */
 	const void *held_posting;    /* the args of one posted again */
 	struct nrma_sar_rx sar_rx;
+	/*
+	 * Chains posted without a record, oldest at light_tail: RC ends a
+	 * queue pair's requests in posting order.  As many as the send
+	 * queue holds; none (NULL) where this record's address does not
+	 * fit a wr_id.  While any is there, it holds its connection.
+	 */
+	struct nrma_op_light *light;
+	uint32_t light_mask;
+	uint32_t light_head;
+	uint32_t light_tail;
 };
 
 /*
@@ -458,6 +492,28 @@ uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
  */
 void nrma_op_seal(struct nrma_xfer *x, const struct nrma_op *op);
 int nrma_op_post(struct nrma_op *op, struct nrma_wr_chain *chain);
+/* What a failed work completion of conn's tells the application. */
+int nrma_op_wc_errno(const struct nrma_conn *conn, int status);
+/*
+ * Whether conn can take a chain with no operation record, and, with
+ * nrma_op_post_light, posts it so: its context and flags wait in conn's
+ * ring, as they would in a record, and nrma_op_light_wc finds them.
+ */
+static inline bool nrma_op_light_fits(const struct nrma_conn *conn)
+{
+	return conn->xfer->light != NULL;
+}
+int nrma_op_post_light(struct nrma_conn *conn, struct nrma_wr_chain *chain,
+		       void *context, uint64_t flags);
+/*
+ * A completion with NRMA_WR_LIGHT: true, its chain's record in *done,
+ * once that chain ended.
+ */
+bool nrma_op_light_wc(const struct nrma_wc *wc, struct nrma_op_light *done);
+/* Whether conn has such chains on the device; a synthesized flush of
+ * the oldest (nrma_progress_disable). */
+bool nrma_op_light_busy(const struct nrma_conn *conn);
+struct nrma_wc nrma_op_light_flush_wc(const struct nrma_conn *conn, int status);
 int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,
 		   struct nrma_verbs_mr **vmr, uint64_t *key);
@@ -465,6 +521,9 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 /* Transmits (nrma_tx.c) */
 /* Reports an operation the application initiated. */
 void nrma_tx_report(struct nrma_ep *ep, const struct nrma_op *op);
+/* Reports one that ended with err (positive, 0: success). */
+void nrma_tx_end(struct nrma_ep *ep, void *context, uint64_t flags, int err,
+		 int prov_errno);
 ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x, int64_t buf,
 				size_t len);
@@ -492,6 +551,11 @@ static inline uint64_t nrma_tx_comp_flags(const struct nrma_ep *ep,
 }
 struct nrma_op *nrma_tx_op_alloc(struct nrma_ep *ep, enum nrma_op_kind kind,
 				 struct nrma_conn *conn, bool bounce);
+/* Whether tx_attr->size allows one more application transmit. */
+static inline bool nrma_tx_room(const struct nrma_xfer *x)
+{
+	return x->tx->sends < x->tx->max;
+}
 /* An application transmit went out, or ended (x->tx and x->sends). */
 void nrma_tx_started(struct nrma_xfer *x);
 void nrma_tx_ended(struct nrma_xfer *x);

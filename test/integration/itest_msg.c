@@ -685,20 +685,22 @@ void itest_expect_idle(struct itest_chan *ch, uint32_t tag, int64_t wait_ms,
 struct fi_info *itest_info;
 struct fid_fabric *itest_fabric_fid;
 struct fid_domain *itest_domain_fid;
+uint64_t itest_extra_caps;
 
 struct fid_domain *itest_domain(void)
 {
 	if (!itest_domain_fid) {
+		uint64_t caps = ITEST_MSG_CAPS | itest_extra_caps;
 		struct fi_info *hints = itest_hints();
 
-		hints->caps = ITEST_MSG_CAPS;
+		hints->caps = caps;
 		hints->domain_attr->name = strdup(itest_device());
 		CHECK(hints->domain_attr->name != NULL);
 		CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints,
 				    &itest_info));
 		CHECK(itest_info != NULL);
 		fi_freeinfo(hints);
-		CHECK((itest_info->caps & ITEST_MSG_CAPS) == ITEST_MSG_CAPS);
+		CHECK((itest_info->caps & caps) == caps);
 		CHECK_OK(fi_fabric(itest_info->fabric_attr, &itest_fabric_fid,
 				   NULL));
 		CHECK_OK(fi_domain(itest_fabric_fid, itest_info,

@@ -283,6 +283,8 @@ extern struct fid_domain *itest_domain_fid;
 #define ITEST_MSG_CAPS                                                        \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_MULTI_RECV | \
 	 FI_DIRECTED_RECV | FI_TRIGGER)
+/* What a test asks of itest_domain besides, set before its first call. */
+extern uint64_t itest_extra_caps;
 
 /* This process's domain, opened on first use. */
 struct fid_domain *itest_domain(void);
