@@ -90,16 +90,81 @@ static ssize_t atomic_hold(struct nrma_ep *ep, struct nrma_conn *conn,
 	return nrma_tx_hold(ep, conn, h);
 }
 
+/* The atomic, and the notifications that follow it; result: its fetch. */
+static void atomic_wrs(struct nrma_wr_chain *chain,
+		       const struct nrma_conn *conn,
+		       const struct nrma_atomic_args *a,
+		       const struct nrma_remote *remote,
+		       const struct nrma_remote *set,
+		       const struct nrma_sge *result,
+		       const struct nrma_sge *scratch, bool fetch)
+{
+	atomic_wr(chain, a, remote, result);
+	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey, fetch, false, 1,
+			     scratch);
+	if (a->notify)
+		nrma_rkey_notify_set_wr(chain, nrma_notify_set_add(a->notify),
+					set, scratch, false);
+}
+
+/*
+ * One that fetches nothing the caller wants: its operand travels in the
+ * request, so it needs no operation record (nrma_op_post_light).
+ */
+static int atomic_post_light(struct nrma_ep *ep, struct nrma_conn *conn,
+			     const struct nrma_atomic_args *a,
+			     const struct nrma_remote *remote,
+			     const struct nrma_remote *set, uint64_t flags)
+{
+	struct nrma_sge scratch = nrma_scratch_sge(ep->xfer);
+	struct nrma_wr_chain chain;
+
+	if (!nrma_tx_room(ep->xfer))
+		return -FI_EAGAIN;
+	atomic_wrs(&chain, conn, a, remote, set, &scratch, &scratch, false);
+	return nrma_op_post_light(conn, &chain, a->context, flags);
+}
+
+/*
+ * Any other, with an operation record: one that fetches does so into a
+ * bounce buffer, for the record's end to copy out.
+ */
+static int atomic_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
+			  const struct nrma_atomic_args *a, size_t len,
+			  const struct nrma_remote *remote,
+			  const struct nrma_remote *set, uint64_t flags)
+{
+	bool fetch = a->kind != NRMA_ATOMIC_BASE;
+	struct nrma_xfer *x = ep->xfer;
+	struct nrma_sge scratch = nrma_scratch_sge(x), result = scratch;
+	struct nrma_wr_chain chain;
+	struct nrma_op *op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, fetch);
+	int ret;
+
+	if (!op)
+		return -FI_EAGAIN;
+	op->context = a->context;
+	op->len = len;
+	op->flags = flags;
+	if (fetch) {
+		op->iov[0] =
+			(struct iovec){ .iov_base = a->result, .iov_len = len };
+		op->iov_count = 1;
+		result = nrma_tx_buf_sge(x, op->buf, len);
+	}
+	atomic_wrs(&chain, conn, a, remote, set, &result, &scratch, fetch);
+	ret = nrma_op_post(op, &chain);
+	if (ret)
+		nrma_op_free(x, op);
+	return ret;
+}
+
 static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			   const void *args, size_t len)
 {
 	const struct nrma_atomic_args *a = args;
 	bool fetch = a->kind != NRMA_ATOMIC_BASE;
-	struct nrma_xfer *x = ep->xfer;
-	struct nrma_sge scratch = nrma_scratch_sge(x), result;
-	struct nrma_wr_chain chain;
 	struct nrma_remote remote, set;
-	struct nrma_op *op;
 	uint64_t flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE) |
 			 nrma_tx_comp_flags(ep, a->flags, a->silent);
 	int ret;
@@ -118,30 +183,12 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	/* The device works on naturally aligned 64-bit words only. */
 	if (remote.addr % NRMA_ATOMIC_SIZE)
 		return -FI_EINVAL;
-	op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, fetch);
-	if (!op)
-		return -FI_EAGAIN;
-	op->context = a->context;
-	op->len = len;
-	op->flags = flags;
-	if (fetch) {
-		op->iov[0] =
-			(struct iovec){ .iov_base = a->result, .iov_len = len };
-		op->iov_count = 1;
-		result = nrma_tx_buf_sge(x, op->buf, len);
-	}
-	atomic_wr(&chain, a, &remote, fetch ? &result : &scratch);
-	nrma_rkey_notify_wrs(&chain, conn, remote.cell_rkey, fetch, false, 1,
-			     &scratch);
-	if (a->notify)
-		nrma_rkey_notify_set_wr(&chain, nrma_notify_set_add(a->notify),
-					&set, &scratch, false);
-	ret = nrma_op_post(op, &chain);
-	if (ret) {
-		nrma_op_free(x, op);
+	ret = fetch || !nrma_op_light_fits(conn) ?
+		      atomic_post_op(ep, conn, a, len, &remote, &set, flags) :
+		      atomic_post_light(ep, conn, a, &remote, &set, flags);
+	if (ret)
 		return ret;
-	}
-	nrma_tx_started(x);
+	nrma_tx_started(ep->xfer);
 	return 0;
 }
 

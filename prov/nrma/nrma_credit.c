@@ -195,12 +195,9 @@ bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class)
  * not heard of travel in its header.  Only once the queue pair has room:
  * credits stamped on a message that does not go would be lost.
  */
-int nrma_credit_post(struct nrma_op *op, struct nrma_hdr *hdr,
-		     const struct nrma_sge *sge)
+static int credit_chain(struct nrma_conn *conn, struct nrma_hdr *hdr,
+			const struct nrma_sge *sge, struct nrma_wr_chain *chain)
 {
-	struct nrma_conn *conn = op->conn;
-	struct nrma_wr_chain chain;
-
 	if (conn->state != NRMA_CONN_CONNECTED)
 		return -FI_ECONNRESET;
 	if (!conn->sq_free)
@@ -211,10 +208,29 @@ int nrma_credit_post(struct nrma_op *op, struct nrma_hdr *hdr,
 		&conn->xfer->rx_credit[NRMA_CREDIT_CTL], UINT16_MAX);
 	/* The device copies a small message as it is posted: it reads no
 	 * registered memory later, and the sender's CPU has it in cache. */
-	nrma_wr_chain_init(&chain);
-	nrma_wr_rdma(&chain, NRMA_WR_SEND, sge, 1, 0, 0, 0,
+	nrma_wr_chain_init(chain);
+	nrma_wr_rdma(chain, NRMA_WR_SEND, sge, 1, 0, 0, 0,
 		     sge->len <= conn->max_inline ? NRMA_WR_FLAG_INLINE : 0);
-	return nrma_op_post(op, &chain);
+	return 0;
+}
+
+int nrma_credit_post(struct nrma_op *op, struct nrma_hdr *hdr,
+		     const struct nrma_sge *sge)
+{
+	struct nrma_wr_chain chain;
+	int ret = credit_chain(op->conn, hdr, sge, &chain);
+
+	return ret ? ret : nrma_op_post(op, &chain);
+}
+
+int nrma_credit_post_light(struct nrma_conn *conn, struct nrma_hdr *hdr,
+			   const struct nrma_sge *sge, void *context,
+			   uint64_t flags)
+{
+	struct nrma_wr_chain chain;
+	int ret = credit_chain(conn, hdr, sge, &chain);
+
+	return ret ? ret : nrma_op_post_light(conn, &chain, context, flags);
 }
 
 /* Gives back a credit taken for a message that did not go. */

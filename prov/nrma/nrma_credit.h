@@ -18,6 +18,11 @@ void nrma_credit_untake(struct nrma_conn *conn, enum nrma_credit_class class);
 /* Sends the message hdr heads, whose bytes sge says, with op. */
 int nrma_credit_post(struct nrma_op *op, struct nrma_hdr *hdr,
 		     const struct nrma_sge *sge);
+/* Or, one the device copies as it is posted, with no record: its context
+ * and flags wait in conn's ring (nrma_op_post_light). */
+int nrma_credit_post_light(struct nrma_conn *conn, struct nrma_hdr *hdr,
+			   const struct nrma_sge *sge, void *context,
+			   uint64_t flags);
 bool nrma_credit_arrived(struct nrma_ep *ep, struct nrma_conn *conn,
 			 uint32_t buf, enum nrma_credit_class class,
 			 const struct nrma_hdr *hdr);

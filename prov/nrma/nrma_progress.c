@@ -94,14 +94,14 @@ static NRMA_INLINE void progress_op_wc(struct nrma_ep *ep,
 	}
 }
 
-/* A chain posted without a record (nrma_op_post_light): RMA's. */
+/* A chain posted without a record (nrma_op_post_light): RMA, a send. */
 static NRMA_INLINE void progress_light_wc(struct nrma_ep *ep,
 					  const struct nrma_wc *wc)
 {
 	struct nrma_op_light done;
 
 	if (nrma_op_light_wc(wc, &done))
-		nrma_rma_light_done(ep, &done);
+		nrma_tx_light_done(ep, &done);
 }
 
 static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)

@@ -419,13 +419,6 @@ void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op)
 	nrma_op_free(ep->xfer, op);
 }
 
-void nrma_rma_light_done(struct nrma_ep *ep, const struct nrma_op_light *done)
-{
-	nrma_tx_end(ep, done->context, done->flags, done->error,
-		    done->prov_errno);
-	nrma_tx_ended(ep->xfer);
-}
-
 void nrma_rma_notified(struct nrma_ep *ep, struct nrma_op *notify)
 {
 	struct nrma_op *op;

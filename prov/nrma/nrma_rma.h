@@ -6,8 +6,6 @@
 #include "nrma_xfer.h"
 
 void nrma_rma_finish(struct nrma_ep *ep, struct nrma_op *op);
-/* A write posted without an operation record ended. */
-void nrma_rma_light_done(struct nrma_ep *ep, const struct nrma_op_light *done);
 /* The writes a batch's notifications (notify) announced end with them. */
 void nrma_rma_notified(struct nrma_ep *ep, struct nrma_op *notify);
 void nrma_rma_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);

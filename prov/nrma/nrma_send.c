@@ -260,6 +260,13 @@ static int send_wait_connection(struct nrma_xfer *x, struct nrma_op *op)
 	return 0;
 }
 
+static uint64_t send_comp_flags(const struct nrma_ep *ep,
+				const struct nrma_send_args *a)
+{
+	return FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
+	       nrma_tx_comp_flags(ep, a->flags, a->silent);
+}
+
 /* A send's operation, with a bounce buffer for its header if asked. */
 static struct nrma_op *send_op_new(struct nrma_ep *ep, struct nrma_conn *conn,
 				   const struct nrma_send_args *a,
@@ -275,9 +282,64 @@ static struct nrma_op *send_op_new(struct nrma_ep *ep, struct nrma_conn *conn,
 	op->dest = a->dest;
 	op->context = a->context;
 	op->len = msg_len;
-	op->flags = FI_SEND | (a->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
-		    nrma_tx_comp_flags(ep, a->flags, a->silent);
+	op->flags = send_comp_flags(ep, a);
 	return op;
+}
+
+/* The most an eager send built on the stack (send_post_light) takes. */
+#define NRMA_SEND_INLINE_MAX 256
+
+/*
+ * Whether an eager send of msg_len bytes may go as send_post_light: the
+ * device copies it whole as it is posted, it waits for no ACK, and
+ * nothing to that peer waits before it (a connection, credits, a key).
+ */
+static bool send_light_fits(const struct nrma_ep *ep,
+			    const struct nrma_conn *conn,
+			    const struct nrma_send_args *a, size_t msg_len)
+{
+	size_t wire = sizeof(struct nrma_hdr) + msg_len;
+
+	/* First what a stream past its credits meets: sends queued. */
+	return conn && !nrma_credit_send_waits(conn) &&
+	       nrma_op_light_fits(conn) && msg_len <= ep->xfer->eager_size &&
+	       wire <= conn->max_inline && wire <= NRMA_SEND_INLINE_MAX &&
+	       !(a->flags & FI_DELIVERY_COMPLETE) &&
+	       nrma_dlist_empty(&ep->xfer->connecting) &&
+	       !nrma_tx_held_waits(conn) && nrma_tx_room(ep->xfer);
+}
+
+/*
+ * Such a send: header and payload built on the stack, no bounce buffer
+ * and no operation record (nrma_op_post_light).  1 when it has no credit
+ * now: it then queues as any other.
+ */
+static int send_post_light(struct nrma_ep *ep, struct nrma_conn *conn,
+			   const struct nrma_send_args *a, size_t msg_len)
+{
+	union {
+		struct nrma_hdr hdr;
+		char bytes[NRMA_SEND_INLINE_MAX];
+	} wire;
+	struct nrma_sge sge = {
+		.addr = (uintptr_t) &wire,
+		.len = (uint32_t) (sizeof(wire.hdr) + msg_len),
+	};
+	int ret;
+
+	if (!nrma_credit_take(conn, NRMA_CREDIT_MSG))
+		return 1;
+	send_fill_hdr(ep, &wire.hdr, a, msg_len);
+	wire.hdr.op = NRMA_HDR_EAGER;
+	nrma_iov_gather(&wire.hdr + 1, a->iov, a->count, 0, msg_len);
+	ret = nrma_credit_post_light(conn, &wire.hdr, &sge, a->context,
+				     send_comp_flags(ep, a));
+	if (ret) {
+		nrma_credit_untake(conn, NRMA_CREDIT_MSG);
+		return ret;
+	}
+	nrma_tx_started(ep->xfer);
+	return 0;
 }
 
 /*
@@ -315,6 +377,12 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_op *op;
 	int ret = 0;
 
+	if (send_light_fits(ep, conn, a, msg_len)) {
+		ret = send_post_light(ep, conn, a, msg_len);
+		if (ret <= 0)
+			return ret;
+		ret = 0;
+	}
 	/* Above the eager size, up to FI_NRMA_SAR_SIZE: by copy, in pieces. */
 	if (msg_len > x->eager_size && msg_len <= x->sar_size)
 		return send_post_segmented(ep, conn, a, msg_len);

@@ -70,8 +70,9 @@ static NRMA_NOINLINE void tx_report_entry(struct nrma_ep *ep, void *context,
 	nrma_comp_tx(ep, &comp);
 }
 
-void nrma_tx_end(struct nrma_ep *ep, void *context, uint64_t flags, int err,
-		 int prov_errno)
+/* A transmit ended with err (positive, 0: success). */
+static void tx_end(struct nrma_ep *ep, void *context, uint64_t flags, int err,
+		   int prov_errno)
 {
 	if (!err)
 		nrma_comp_tx_done(ep, context, flags);
@@ -79,9 +80,15 @@ void nrma_tx_end(struct nrma_ep *ep, void *context, uint64_t flags, int err,
 		tx_report_entry(ep, context, flags, err, prov_errno);
 }
 
+void nrma_tx_light_done(struct nrma_ep *ep, const struct nrma_op_light *done)
+{
+	tx_end(ep, done->context, done->flags, done->error, done->prov_errno);
+	nrma_tx_ended(ep->xfer);
+}
+
 void nrma_tx_report(struct nrma_ep *ep, const struct nrma_op *op)
 {
-	nrma_tx_end(ep, op->context, op->flags, op->error, op->prov_errno);
+	tx_end(ep, op->context, op->flags, op->error, op->prov_errno);
 }
 
 /*

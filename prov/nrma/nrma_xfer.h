@@ -7,7 +7,8 @@
  * nrma_trigger.h, nrma_progress.h).  All of it runs with ep->lock held.
  *
  * Messages up to eager_size are copied into a registered bounce buffer
- * and sent into one of the endpoint's shared receive buffers.  Those up
+ * (or, those the device copies inline, built on the stack) and sent into
+ * one of the endpoint's shared receive buffers.  Those up
  * to sar_size go the same way in pieces (segments of eager_size bytes
  * with their headers, back to back on their connection), which the
  * receiver copies into the posted receive as they come, or holds until
@@ -521,9 +522,8 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 /* Transmits (nrma_tx.c) */
 /* Reports an operation the application initiated. */
 void nrma_tx_report(struct nrma_ep *ep, const struct nrma_op *op);
-/* Reports one that ended with err (positive, 0: success). */
-void nrma_tx_end(struct nrma_ep *ep, void *context, uint64_t flags, int err,
-		 int prov_errno);
+/* One posted without an operation record (nrma_op_post_light) ended. */
+void nrma_tx_light_done(struct nrma_ep *ep, const struct nrma_op_light *done);
 ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x, int64_t buf,
 				size_t len);
