@@ -161,7 +161,7 @@ static struct nrma_xfer_conn *op_light_conn(uint64_t wr_id)
  * order.  A request before its chain's last completes only in error,
  * before the last is flushed, or, of a chain posted in part, once each.
  */
-bool nrma_op_light_wc(const struct nrma_wc *wc, struct nrma_op_light *done)
+const struct nrma_op_light *nrma_op_light_wc(const struct nrma_wc *wc)
 {
 	struct nrma_xfer_conn *xc = op_light_conn(wc->wr_id);
 	struct nrma_op_light *light =
@@ -175,13 +175,12 @@ bool nrma_op_light_wc(const struct nrma_wc *wc, struct nrma_op_light *done)
 	}
 	if ((wc->wr_id & NRMA_WR_LIGHT_PART) &&
 	    (!light->orphans || --light->orphans))
-		return false;
+		return NULL;
 	conn->sq_free += light->wrs;
 	conn->sq_done++;
-	*done = *light;
 	if (++xc->light_tail == xc->light_head)
 		nrma_conn_release(conn);
-	return true;
+	return light;
 }
 
 bool nrma_op_light_busy(const struct nrma_conn *conn)

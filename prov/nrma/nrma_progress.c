@@ -98,10 +98,10 @@ static NRMA_INLINE void progress_op_wc(struct nrma_ep *ep,
 static NRMA_INLINE void progress_light_wc(struct nrma_ep *ep,
 					  const struct nrma_wc *wc)
 {
-	struct nrma_op_light done;
+	const struct nrma_op_light *done = nrma_op_light_wc(wc);
 
-	if (nrma_op_light_wc(wc, &done))
-		nrma_tx_light_done(ep, &done);
+	if (done)
+		nrma_tx_light_done(ep, done);
 }
 
 static void progress_recv_wc(struct nrma_ep *ep, const struct nrma_wc *wc)

@@ -460,7 +460,7 @@ void nrma_rma_write_data(struct nrma_ep *ep, const struct nrma_wc *wc,
 	struct nrma_comp comp = {
 		.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		.len = wc->len,
-		.data = wc->imm,
+		.data = nrma_wc_imm(wc),
 		.src = nrma_rx_source(ep, conn),
 	};
 	struct nrma_ep *reporter = rma_data_reporter(ep);

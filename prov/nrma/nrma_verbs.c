@@ -461,21 +461,6 @@ void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *ve)
 	}
 }
 
-static enum nrma_wc_op wc_op(const struct ibv_wc *wc)
-{
-	/* opcode is undefined in error completions */
-	if (wc->status)
-		return NRMA_WC_OTHER;
-	switch (wc->opcode) {
-	case IBV_WC_RECV:
-		return NRMA_WC_RECV;
-	case IBV_WC_RECV_RDMA_WITH_IMM:
-		return NRMA_WC_RECV_IMM;
-	default:
-		return NRMA_WC_OTHER;
-	}
-}
-
 int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
 {
 	struct ibv_wc ibv_wc[16];
@@ -488,10 +473,10 @@ int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
 		wc[i] = (struct nrma_wc){
 			.wr_id = ibv_wc[i].wr_id,
 			.status = ibv_wc[i].status,
-			.op = wc_op(&ibv_wc[i]),
+			.op = ibv_wc[i].opcode,
 			.len = ibv_wc[i].byte_len,
 			.qp_num = ibv_wc[i].qp_num,
-			.imm = ntohl(ibv_wc[i].imm_data),
+			.imm_net = ibv_wc[i].imm_data,
 		};
 	}
 	return n < 0 ? -FI_EIO : n;

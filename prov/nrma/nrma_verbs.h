@@ -71,20 +71,28 @@ int nrma_verbs_ep_arm(struct nrma_verbs_ep *vep);
 void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *vep);
 
 enum nrma_wc_op {
-	NRMA_WC_RECV,	  /* a message into a receive buffer */
-	NRMA_WC_RECV_IMM, /* an RDMA write with immediate data */
-	NRMA_WC_OTHER,	  /* anything we initiated */
+	NRMA_WC_RECV = IBV_WC_RECV, /* a message into a receive buffer */
+	/* an RDMA write with immediate data */
+	NRMA_WC_RECV_IMM = IBV_WC_RECV_RDMA_WITH_IMM,
 };
 
-/* A work completion, stripped of verbs types. */
+/*
+ * A work completion, stripped of verbs types, as the device wrote it:
+ * what only some completions need is converted where they are handled.
+ */
 struct nrma_wc {
 	uint64_t wr_id;
 	int status; /* ibv_wc_status; 0 is success */
-	enum nrma_wc_op op;
+	int op;	    /* enum nrma_wc_op or another; only where status is 0 */
 	uint32_t len;
 	uint32_t qp_num;
-	uint32_t imm;
+	uint32_t imm_net; /* immediate data, network order (nrma_wc_imm) */
 };
+
+static inline uint32_t nrma_wc_imm(const struct nrma_wc *wc)
+{
+	return ntohl(wc->imm_net);
+}
 
 int nrma_verbs_poll(struct nrma_verbs_ep *vep, struct nrma_wc *wc, int count);
 

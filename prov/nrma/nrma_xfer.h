@@ -507,10 +507,11 @@ static inline bool nrma_op_light_fits(const struct nrma_conn *conn)
 int nrma_op_post_light(struct nrma_conn *conn, struct nrma_wr_chain *chain,
 		       void *context, uint64_t flags);
 /*
- * A completion with NRMA_WR_LIGHT: true, its chain's record in *done,
- * once that chain ended.
+ * A completion with NRMA_WR_LIGHT: its chain's record once that chain
+ * ended, else NULL.  The record stays as it is until the connection's
+ * next post.
  */
-bool nrma_op_light_wc(const struct nrma_wc *wc, struct nrma_op_light *done);
+const struct nrma_op_light *nrma_op_light_wc(const struct nrma_wc *wc);
 /* Whether conn has such chains on the device; a synthesized flush of
  * the oldest (nrma_progress_disable). */
 bool nrma_op_light_busy(const struct nrma_conn *conn);
