@@ -68,37 +68,47 @@ struct nrma_op *nrma_op_alloc_buf(struct nrma_xfer *x, enum nrma_op_kind kind,
 }
 
 /*
- * Posts an operation's work requests if its queue pair has room for all.
- * A queue pair that breaks halfway fails its connection; the operation
- * then ends, with its error, once what did go out is flushed.
+ * Posts a chain on conn if its queue pair has room for all, its requests
+ * but the last with wr_id, the last with last_id; *posted says how many
+ * went.  A queue pair that breaks halfway fails its connection: then
+ * -FI_EIO with *posted above 0, and the chain ends, with that error,
+ * once what did go out is flushed (each with a completion of its own).
  */
+static int op_post_chain(struct nrma_conn *conn, struct nrma_wr_chain *chain,
+			 uint64_t wr_id, uint64_t last_id, size_t *posted)
+{
+	int ret;
+
+	*posted = 0;
+	if (conn->state != NRMA_CONN_CONNECTED)
+		return -FI_ECONNRESET;
+	if (conn->sq_free < chain->count)
+		return -FI_EAGAIN;
+	ret = nrma_verbs_post(conn->qp, chain, wr_id, last_id, posted);
+	conn->sq_free -= *posted;
+	if (!ret || (ret == -FI_EAGAIN && !*posted))
+		return ret;
+	/* Half an operation (a write without its notification) is none. */
+	nrma_cm_conn_fail(conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
+	return *posted ? -FI_EIO : ret;
+}
+
 int nrma_op_post(struct nrma_op *op, struct nrma_wr_chain *chain)
 {
 	size_t count = chain->count, posted;
-	uint64_t id;
-	int ret;
-
-	if (op->conn->state != NRMA_CONN_CONNECTED)
-		return -FI_ECONNRESET;
-	if (op->conn->sq_free < count)
-		return -FI_EAGAIN;
 	/* One completion covers the whole chain: the last says its length. */
-	id = op->index;
-	ret = nrma_verbs_post(op->conn->qp, chain, id,
-			      id | (uint64_t) count << NRMA_WR_SLOTS_SHIFT,
-			      &posted);
-	op->conn->sq_free -= posted;
-	if (posted == count)
-		op->wc_pending++;
-	else /* each is flushed with a completion of its own */
-		op->wc_orphans += (unsigned int) posted;
-	if (!ret || (ret == -FI_EAGAIN && !posted))
-		return ret;
-	/* Half an operation (a write without its notification) is none. */
-	nrma_cm_conn_fail(op->conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
+	int ret = op_post_chain(
+		op->conn, chain, op->index,
+		op->index | (uint64_t) count << NRMA_WR_SLOTS_SHIFT, &posted);
+
 	if (!posted)
 		return ret;
-	op->error = FI_EIO;
+	if (posted == count)
+		op->wc_pending++;
+	else
+		op->wc_orphans += (unsigned int) posted;
+	if (ret)
+		op->error = FI_EIO;
 	return 0;
 }
 
@@ -112,48 +122,41 @@ int nrma_op_wc_errno(const struct nrma_conn *conn, int status)
 
 /* Chains without a record (nrma_op_post_light) */
 
-int nrma_op_post_light(struct nrma_conn *conn, struct nrma_wr_chain *chain,
-		       void *context, uint64_t flags)
+/* The wr_id of a chain's last request; the others add NRMA_WR_LIGHT_PART. */
+static uint64_t op_light_id(const struct nrma_xfer_conn *xc)
 {
-	struct nrma_xfer_conn *xc = conn->xfer;
-	uint64_t id = NRMA_WR_LIGHT | (uintptr_t) xc;
-	size_t count = chain->count, posted;
-	struct nrma_op_light *light;
-	int ret;
-
-	if (conn->state != NRMA_CONN_CONNECTED)
-		return -FI_ECONNRESET;
-	if (conn->sq_free < count)
-		return -FI_EAGAIN;
-	ret = nrma_verbs_post(conn->qp, chain, id | NRMA_WR_LIGHT_PART, id,
-			      &posted);
-	if (ret == -FI_EAGAIN && !posted)
-		return ret;
-	if (posted) {
-		conn->sq_free -= posted;
-		if (xc->light_head == xc->light_tail)
-			nrma_conn_hold(conn);
-		light = &xc->light[xc->light_head++ & xc->light_mask];
-		*light = (struct nrma_op_light){
-			.context = context,
-			.flags = flags,
-			.wrs = (uint32_t) posted,
-			/* each is flushed with a completion of its own */
-			.orphans = posted == count ? 0 : (uint32_t) posted,
-			.error = ret ? FI_EIO : 0,
-		};
-	}
-	if (!ret)
-		return 0;
-	/* Half an operation (a write without its notification) is none. */
-	nrma_cm_conn_fail(conn, ret == -FI_EAGAIN ? -FI_EIO : ret);
-	return posted ? 0 : ret;
+	return NRMA_WR_LIGHT | (uintptr_t) xc;
 }
 
 static struct nrma_xfer_conn *op_light_conn(uint64_t wr_id)
 {
 	return (struct nrma_xfer_conn *) (uintptr_t) (wr_id &
 						      NRMA_WR_LIGHT_CONN);
+}
+
+int nrma_op_post_light(struct nrma_conn *conn, struct nrma_wr_chain *chain,
+		       void *context, uint64_t flags)
+{
+	struct nrma_xfer_conn *xc = conn->xfer;
+	uint64_t id = op_light_id(xc);
+	size_t count = chain->count, posted;
+	int ret = op_post_chain(conn, chain, id | NRMA_WR_LIGHT_PART, id,
+				&posted);
+
+	if (!posted)
+		return ret;
+	if (nrma_ring_empty(&xc->light))
+		nrma_conn_hold(conn);
+	/* The send queue's room bounds the ring's: never full here. */
+	*(struct nrma_op_light *) nrma_ring_push(&xc->light) =
+		(struct nrma_op_light){
+			.context = context,
+			.flags = flags,
+			.wrs = (uint32_t) posted,
+			.orphans = posted == count ? 0 : (uint32_t) posted,
+			.error = ret ? FI_EIO : 0,
+		};
+	return 0;
 }
 
 /*
@@ -164,8 +167,7 @@ static struct nrma_xfer_conn *op_light_conn(uint64_t wr_id)
 const struct nrma_op_light *nrma_op_light_wc(const struct nrma_wc *wc)
 {
 	struct nrma_xfer_conn *xc = op_light_conn(wc->wr_id);
-	struct nrma_op_light *light =
-		&xc->light[xc->light_tail & xc->light_mask];
+	struct nrma_op_light *light = nrma_ring_at(&xc->light, 0);
 	struct nrma_conn *conn = xc->conn;
 
 	if (wc->status && !light->error) {
@@ -178,7 +180,8 @@ const struct nrma_op_light *nrma_op_light_wc(const struct nrma_wc *wc)
 		return NULL;
 	conn->sq_free += light->wrs;
 	conn->sq_done++;
-	if (++xc->light_tail == xc->light_head)
+	nrma_ring_consume(&xc->light, 1);
+	if (nrma_ring_empty(&xc->light))
 		nrma_conn_release(conn);
 	return light;
 }
@@ -187,17 +190,16 @@ bool nrma_op_light_busy(const struct nrma_conn *conn)
 {
 	const struct nrma_xfer_conn *xc = conn->xfer;
 
-	return xc && xc->light_tail != xc->light_head;
+	return xc && !nrma_ring_empty(&xc->light);
 }
 
 struct nrma_wc nrma_op_light_flush_wc(const struct nrma_conn *conn, int status)
 {
 	const struct nrma_xfer_conn *xc = conn->xfer;
-	const struct nrma_op_light *light =
-		&xc->light[xc->light_tail & xc->light_mask];
+	const struct nrma_op_light *light = nrma_ring_at(&xc->light, 0);
 
 	return (struct nrma_wc){
-		.wr_id = NRMA_WR_LIGHT | (uintptr_t) xc |
+		.wr_id = op_light_id(xc) |
 			 (light->orphans ? NRMA_WR_LIGHT_PART : 0),
 		.status = status,
 	};
@@ -213,10 +215,9 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,
 		   struct nrma_verbs_mr **vmr, uint64_t *key)
 {
-	uint64_t needed = access == FI_WRITE ? 0 : access;
 	int ret;
 
-	if (desc && (desc->access & needed) == needed) {
+	if (nrma_op_desc_allows(desc, access)) {
 		*vmr = desc->verbs;
 		*key = desc->verbs_key;
 		return 0;

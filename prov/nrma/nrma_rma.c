@@ -62,7 +62,7 @@ static int rma_local_direct(const struct nrma_conn *conn,
 			    const struct nrma_rma_args *a, size_t len,
 			    struct nrma_sge *sge, bool *wr_inline)
 {
-	uint64_t needed = a->flags & FI_READ ? FI_READ : 0;
+	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
 	int n = 0;
 
 	*wr_inline = rma_inline(conn, a, len);
@@ -75,7 +75,7 @@ static int rma_local_direct(const struct nrma_conn *conn,
 
 		if (!a->iov[i].iov_len)
 			continue;
-		if (!mr || (mr->access & needed) != needed)
+		if (!nrma_op_desc_allows(mr, access))
 			return -1;
 		sge[n++] = (struct nrma_sge){
 			.addr = (uintptr_t) a->iov[i].iov_base,

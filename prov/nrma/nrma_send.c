@@ -378,10 +378,10 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	int ret = 0;
 
 	if (send_light_fits(ep, conn, a, msg_len)) {
-		ret = send_post_light(ep, conn, a, msg_len);
-		if (ret <= 0)
-			return ret;
-		ret = 0;
+		int light = send_post_light(ep, conn, a, msg_len);
+
+		if (light <= 0)
+			return light;
 	}
 	/* Above the eager size, up to FI_NRMA_SAR_SIZE: by copy, in pieces. */
 	if (msg_len > x->eager_size && msg_len <= x->sar_size)

@@ -229,23 +229,6 @@ void nrma_xfer_close(struct nrma_ep *ep)
 	ep->xfer = NULL;
 }
 
-/*
- * A ring for as many chains as the send queue (sq_depth slots) holds,
- * when the record's address fits a wr_id.  Without one, every chain
- * takes an operation record, as it would when the ring is not there.
- */
-static void xfer_conn_light_init(struct nrma_xfer_conn *xc, size_t sq_depth)
-{
-	size_t size = 1;
-
-	if ((uintptr_t) xc & ~NRMA_WR_LIGHT_CONN)
-		return;
-	while (size < sq_depth)
-		size *= 2;
-	xc->light = calloc(size, sizeof(*xc->light));
-	xc->light_mask = (uint32_t) size - 1;
-}
-
 int nrma_xfer_conn_open(struct nrma_conn *conn)
 {
 	struct nrma_xfer_conn *xc = calloc(1, sizeof(*xc));
@@ -260,14 +243,19 @@ int nrma_xfer_conn_open(struct nrma_conn *conn)
 	nrma_dlist_init(&xc->held_link);
 	nrma_dlist_init(&xc->batch.ops);
 	nrma_hash_init(&xc->rkeys);
-	xfer_conn_light_init(xc, conn->sq_free);
+	/* A ring for as many chains as the send queue holds, where this
+	 * record's address fits a wr_id; without one (also when out of
+	 * memory), every chain takes an operation record. */
+	if (!((uintptr_t) xc & ~NRMA_WR_LIGHT_CONN))
+		(void) nrma_ring_init(&xc->light, conn->sq_free,
+				      sizeof(struct nrma_op_light));
 	conn->xfer = xc;
 	return 0;
 }
 
 void nrma_xfer_conn_close(struct nrma_conn *conn)
 {
-	free(conn->xfer->light);
+	nrma_ring_fini(&conn->xfer->light);
 	free(conn->xfer);
 	conn->xfer = NULL;
 }

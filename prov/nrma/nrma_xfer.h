@@ -38,6 +38,7 @@
 #include "nrma_hash.h"
 #include "nrma_match.h"
 #include "nrma_proto.h"
+#include "nrma_ring.h"
 #include "nrma_token.h"
 #include "nrma_verbs.h"
 
@@ -170,15 +171,13 @@ struct nrma_xfer_conn {
 	const void *held_posting;    /* the args of one posted again */
 	struct nrma_sar_rx sar_rx;
 	/*
-	 * Chains posted without a record, oldest at light_tail: RC ends a
-	 * queue pair's requests in posting order.  As many as the send
-	 * queue holds; none (NULL) where this record's address does not
-	 * fit a wr_id.  While any is there, it holds its connection.
+	 * Chains posted without a record (struct nrma_op_light), oldest
+	 * first: RC ends a queue pair's requests in posting order.  As many
+	 * as the send queue holds; no ring (capacity 0) where this record's
+	 * address does not fit a wr_id.  While any is there, it holds its
+	 * connection.
 	 */
-	struct nrma_op_light *light;
-	uint32_t light_mask;
-	uint32_t light_head;
-	uint32_t light_tail;
+	struct nrma_ring light;
 };
 
 /*
@@ -493,6 +492,18 @@ uint64_t nrma_op_token(const struct nrma_xfer *x, const struct nrma_op *op);
  */
 void nrma_op_seal(struct nrma_xfer *x, const struct nrma_op *op);
 int nrma_op_post(struct nrma_op *op, struct nrma_wr_chain *chain);
+/*
+ * Whether an application's descriptor allows what the device does with
+ * its buffer for an access (FI_READ or FI_WRITE): the device may always
+ * read a write's source.
+ */
+static inline bool nrma_op_desc_allows(const struct nrma_mr *desc,
+				       uint64_t access)
+{
+	uint64_t needed = access == FI_WRITE ? 0 : access;
+
+	return desc && (desc->access & needed) == needed;
+}
 /* What a failed work completion of conn's tells the application. */
 int nrma_op_wc_errno(const struct nrma_conn *conn, int status);
 /*
@@ -502,7 +513,7 @@ int nrma_op_wc_errno(const struct nrma_conn *conn, int status);
  */
 static inline bool nrma_op_light_fits(const struct nrma_conn *conn)
 {
-	return conn->xfer->light != NULL;
+	return conn->xfer->light.capacity != 0;
 }
 int nrma_op_post_light(struct nrma_conn *conn, struct nrma_wr_chain *chain,
 		       void *context, uint64_t flags);
