@@ -126,7 +126,9 @@ struct nrma_xfer;
 #define NRMA_NOINLINE __attribute__((noinline))
 /*
  * Folds a step of a per-operation loop into the loop: its registers are
- * saved once per loop, not once per operation.
+ * saved once per loop, not once per operation.  Also a posting step into
+ * the call that posts (with link-time optimization across files): one
+ * frame per operation, not one per layer.
  */
 #define NRMA_INLINE   inline __attribute__((always_inline))
 

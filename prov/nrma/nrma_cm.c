@@ -272,8 +272,8 @@ static void conn_retire(struct nrma_conn *conn)
 	nrma_dlist_insert_tail(&conn->link, &cm->retired);
 }
 
-/* Frees the retired connections that nothing uses any more. */
-void nrma_cm_reap(struct nrma_cm *cm)
+/* Out of line: every poll looks, and there is seldom any. */
+static NRMA_NOINLINE void cm_reap_retired(struct nrma_cm *cm)
 {
 	struct nrma_dlist *item = cm->retired.next;
 
@@ -285,6 +285,13 @@ void nrma_cm_reap(struct nrma_cm *cm)
 		if (!conn->refs)
 			conn_destroy(conn);
 	}
+}
+
+/* Frees the retired connections that nothing uses any more. */
+void nrma_cm_reap(struct nrma_cm *cm)
+{
+	if (!nrma_dlist_empty(&cm->retired))
+		cm_reap_retired(cm);
 }
 
 void nrma_cm_conn_fail(struct nrma_conn *conn, int error)

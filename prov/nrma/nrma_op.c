@@ -134,8 +134,10 @@ static struct nrma_xfer_conn *op_light_conn(uint64_t wr_id)
 						      NRMA_WR_LIGHT_CONN);
 }
 
-int nrma_op_post_light(struct nrma_conn *conn, struct nrma_wr_chain *chain,
-		       void *context, uint64_t flags)
+/* Inline in each posting path (NRMA_INLINE): the last step of every one. */
+NRMA_INLINE int nrma_op_post_light(struct nrma_conn *conn,
+				   struct nrma_wr_chain *chain, void *context,
+				   uint64_t flags)
 {
 	struct nrma_xfer_conn *xc = conn->xfer;
 	uint64_t id = op_light_id(xc);

@@ -174,15 +174,11 @@ static void progress_retry(struct nrma_ep *ep)
  * looked for when its completion queue was just emptied: a completion
  * still in it would look like a stall.
  */
-static void progress_watch_stalls(struct nrma_ep *ep)
+static NRMA_NOINLINE void progress_check_stalls(struct nrma_ep *ep)
 {
 	struct nrma_xfer *x = ep->xfer;
-	int64_t now;
+	int64_t now = nrma_xfer_now_ms();
 
-	/* Chains without a record are application transmits (x->sends). */
-	if (!nrma_params.stall_ms || (!nrma_token_any(&x->ops) && !x->sends))
-		return;
-	now = nrma_xfer_now_ms();
 	if (now - x->stalls_checked_ms < NRMA_STALL_CHECK_MS)
 		return;
 	x->stalls_checked_ms = now;
@@ -190,6 +186,15 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 	 * surely passed. */
 	nrma_cm_fail_stalled(ep->cm, now,
 			     nrma_params.stall_ms + NRMA_CLOCK_TICK_MS);
+}
+
+static void progress_watch_stalls(struct nrma_ep *ep)
+{
+	const struct nrma_xfer *x = ep->xfer;
+
+	/* Chains without a record are application transmits (x->sends). */
+	if (nrma_params.stall_ms && (nrma_token_any(&x->ops) || x->sends))
+		progress_check_stalls(ep);
 }
 
 /*

@@ -187,8 +187,8 @@ static int rma_batch_open(struct nrma_ep *ep, struct nrma_conn *conn,
 	return nrma_batch_open(ep, conn, &t);
 }
 
-static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
-			const void *args, size_t len);
+static NRMA_INLINE ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
+				    const void *args, size_t len);
 
 /*
  * Holds an operation on its connection for a key (nrma_tx_hold), with
@@ -296,8 +296,9 @@ static NRMA_NOINLINE int rma_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 	return 0;
 }
 
-static ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
-			const void *args, size_t len)
+/* Inline where nrma_tx_submit calls it: one frame for a light RMA. */
+static NRMA_INLINE ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
+				    const void *args, size_t len)
 {
 	const struct nrma_rma_args *a = args;
 	struct rma_target t = {

@@ -314,8 +314,10 @@ static bool send_light_fits(const struct nrma_ep *ep,
  * and no operation record (nrma_op_post_light).  1 when it has no credit
  * now: it then queues as any other.
  */
-static int send_post_light(struct nrma_ep *ep, struct nrma_conn *conn,
-			   const struct nrma_send_args *a, size_t msg_len)
+static NRMA_INLINE int send_post_light(struct nrma_ep *ep,
+				       struct nrma_conn *conn,
+				       const struct nrma_send_args *a,
+				       size_t msg_len)
 {
 	union {
 		struct nrma_hdr hdr;
@@ -368,21 +370,17 @@ static NRMA_NOINLINE ssize_t send_post_segmented(struct nrma_ep *ep,
 	return 0;
 }
 
-static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
-			 const void *args, size_t msg_len)
+/* Any other send: an operation record, and a bounce buffer or a read. */
+static NRMA_NOINLINE ssize_t send_post_op(struct nrma_ep *ep,
+					  struct nrma_conn *conn,
+					  const struct nrma_send_args *a,
+					  size_t msg_len)
 {
-	const struct nrma_send_args *a = args;
 	struct nrma_xfer *x = ep->xfer;
 	struct nrma_hdr *hdr;
 	struct nrma_op *op;
 	int ret = 0;
 
-	if (send_light_fits(ep, conn, a, msg_len)) {
-		int light = send_post_light(ep, conn, a, msg_len);
-
-		if (light <= 0)
-			return light;
-	}
 	/* Above the eager size, up to FI_NRMA_SAR_SIZE: by copy, in pieces. */
 	if (msg_len > x->eager_size && msg_len <= x->sar_size)
 		return send_post_segmented(ep, conn, a, msg_len);
@@ -403,6 +401,21 @@ static ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 	}
 	nrma_tx_started(x);
 	return 0;
+}
+
+/* Inline where nrma_tx_submit calls it: one frame for a light send. */
+static NRMA_INLINE ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
+				     const void *args, size_t msg_len)
+{
+	const struct nrma_send_args *a = args;
+
+	if (send_light_fits(ep, conn, a, msg_len)) {
+		int light = send_post_light(ep, conn, a, msg_len);
+
+		if (light <= 0)
+			return light;
+	}
+	return send_post_op(ep, conn, a, msg_len);
 }
 
 /* A triggered send's turn came (nrma_trigger.c). */
