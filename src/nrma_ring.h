@@ -63,6 +63,13 @@ static inline void nrma_ring_consume(struct nrma_ring *ring, size_t n)
 	ring->count -= n;
 }
 
+/* Drops the oldest element, of a ring that has one: no clamp to count. */
+static inline void nrma_ring_drop(struct nrma_ring *ring)
+{
+	ring->head = nrma_ring_index(ring, 1);
+	ring->count--;
+}
+
 /* Doubles the capacity, keeping the elements in order. */
 int nrma_ring_grow(struct nrma_ring *ring);
 

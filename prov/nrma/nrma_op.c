@@ -182,7 +182,7 @@ const struct nrma_op_light *nrma_op_light_wc(const struct nrma_wc *wc)
 		return NULL;
 	conn->sq_free += light->wrs;
 	conn->sq_done++;
-	nrma_ring_consume(&xc->light, 1);
+	nrma_ring_drop(&xc->light);
 	if (nrma_ring_empty(&xc->light))
 		nrma_conn_release(conn);
 	return light;

@@ -463,22 +463,8 @@ void nrma_verbs_ep_ack_events(struct nrma_verbs_ep *ve)
 
 int nrma_verbs_poll(struct nrma_verbs_ep *ve, struct nrma_wc *wc, int count)
 {
-	struct ibv_wc ibv_wc[16];
-	int n;
+	int n = ibv_poll_cq(ve->cq, count, (struct ibv_wc *) wc);
 
-	if (count > 16)
-		count = 16;
-	n = ibv_poll_cq(ve->cq, count, ibv_wc);
-	for (int i = 0; i < n; i++) {
-		wc[i] = (struct nrma_wc){
-			.wr_id = ibv_wc[i].wr_id,
-			.status = ibv_wc[i].status,
-			.op = ibv_wc[i].opcode,
-			.len = ibv_wc[i].byte_len,
-			.qp_num = ibv_wc[i].qp_num,
-			.imm_net = ibv_wc[i].imm_data,
-		};
-	}
 	return n < 0 ? -FI_EIO : n;
 }
 

@@ -77,23 +77,42 @@ enum nrma_wc_op {
 };
 
 /*
- * A work completion, stripped of verbs types, as the device wrote it:
- * what only some completions need is converted where they are handled.
+ * A work completion, as the device library wrote it: struct ibv_wc's
+ * layout under nrma's names, so that the device is polled straight into
+ * an array of these (no copy per completion).
  */
 struct nrma_wc {
 	uint64_t wr_id;
 	int status; /* ibv_wc_status; 0 is success */
 	int op;	    /* enum nrma_wc_op or another; only where status is 0 */
+	uint32_t vendor_err;
 	uint32_t len;
-	uint32_t qp_num;
 	uint32_t imm_net; /* immediate data, network order (nrma_wc_imm) */
+	uint32_t qp_num;
+	uint32_t unused[4]; /* what RC's data path does not read */
 };
+
+_Static_assert(sizeof(struct nrma_wc) == sizeof(struct ibv_wc) &&
+		       offsetof(struct nrma_wc, wr_id) ==
+			       offsetof(struct ibv_wc, wr_id) &&
+		       offsetof(struct nrma_wc, status) ==
+			       offsetof(struct ibv_wc, status) &&
+		       offsetof(struct nrma_wc, op) ==
+			       offsetof(struct ibv_wc, opcode) &&
+		       offsetof(struct nrma_wc, len) ==
+			       offsetof(struct ibv_wc, byte_len) &&
+		       offsetof(struct nrma_wc, imm_net) ==
+			       offsetof(struct ibv_wc, imm_data) &&
+		       offsetof(struct nrma_wc, qp_num) ==
+			       offsetof(struct ibv_wc, qp_num),
+	       "a work completion comes from the device as it is");
 
 static inline uint32_t nrma_wc_imm(const struct nrma_wc *wc)
 {
 	return ntohl(wc->imm_net);
 }
 
+/* Up to count completions, into wc[0] to wc[count - 1]: how many, or < 0. */
 int nrma_verbs_poll(struct nrma_verbs_ep *vep, struct nrma_wc *wc, int count);
 
 struct nrma_sge {

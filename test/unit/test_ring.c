@@ -285,6 +285,35 @@ static void test_grow_small(void **state)
 	nrma_ring_fini(&ring);
 }
 
+/* Dropping one at a time keeps FIFO order across the wrap. */
+static void test_drop_wraps(void **state)
+{
+	struct nrma_ring ring;
+	int next_in = 0, next_out = 0;
+
+	(void) state;
+	assert_int_equal(nrma_ring_init(&ring, 3, sizeof(struct elem)), 0);
+	for (int round = 0; round < 10; round++) {
+		while (!nrma_ring_full(&ring))
+			((struct elem *) nrma_ring_push(&ring))->seq =
+				next_in++;
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(
+				((struct elem *) nrma_ring_at(&ring, 0))->seq,
+				next_out++);
+			nrma_ring_drop(&ring);
+		}
+		assert_int_equal(ring.count, ring.capacity - 2);
+	}
+	while (!nrma_ring_empty(&ring)) {
+		assert_int_equal(((struct elem *) nrma_ring_at(&ring, 0))->seq,
+				 next_out++);
+		nrma_ring_drop(&ring);
+	}
+	assert_int_equal(next_out, next_in);
+	nrma_ring_fini(&ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_push_until_full),
 		cmocka_unit_test(test_fifo_wraparound),
 		cmocka_unit_test(test_consume_more_than_count),
+		cmocka_unit_test(test_drop_wraps),
 		cmocka_unit_test(test_at_wraps),
 		cmocka_unit_test(test_capacity_one),
 		cmocka_unit_test(test_grow_wrapped),
