@@ -111,6 +111,7 @@ struct nrma_sep;
 struct rdma_cm_id;
 struct nrma_cm_thread;
 struct nrma_cntr;
+struct nrma_comp_reader;
 struct nrma_ep;
 struct nrma_notify;
 struct nrma_notify_cell;
@@ -378,7 +379,9 @@ int nrma_ep_set_add(struct nrma_ep_set *set, struct nrma_ep *ep,
 		    struct nrma_wait *wait);
 void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
 		     struct nrma_wait *wait);
-void nrma_ep_set_progress(struct nrma_ep_set *set);
+/* With a CQ's reader (nrma_comp.h), or NULL. */
+void nrma_ep_set_progress(struct nrma_ep_set *set,
+			  struct nrma_comp_reader *reader);
 /* Arms every endpoint; -FI_EAGAIN if one had work after all. */
 int nrma_ep_set_arm(struct nrma_ep_set *set);
 /*
@@ -405,6 +408,7 @@ struct nrma_cq {
 	struct nrma_domain *domain;
 	pthread_mutex_t lock;
 	enum fi_cq_format format;
+	size_t format_size; /* of an entry in format */
 	enum fi_cq_wait_cond wait_cond;
 	struct nrma_ring comps; /* struct nrma_cq_entry */
 	/* Free slots in comps, and entries in it: kept under lock, read
@@ -644,6 +648,8 @@ int nrma_ep_opt_flags_set(struct nrma_ep_path *path, const uint64_t *flags);
 
 /* Progress (nrma_progress.c): with manual progress, the caller's. */
 void nrma_progress_ep(struct nrma_ep *ep);
+/* The same for an fi_cq_read, whose buffer reader describes. */
+void nrma_progress_ep_read(struct nrma_ep *ep, struct nrma_comp_reader *reader);
 /*
  * What call, a transmit on ep, returns.  A -FI_EAGAIN progresses the
  * endpoint first, as a CQ read would, so that an application that

@@ -136,7 +136,7 @@ void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote)
 /* Apart from the read of one with none, which then saves no registers. */
 static NRMA_NOINLINE void cntr_progress_eps(struct nrma_cntr *cntr)
 {
-	nrma_ep_set_progress(&cntr->eps);
+	nrma_ep_set_progress(&cntr->eps, NULL);
 }
 
 /*
@@ -153,7 +153,7 @@ static void cntr_progress(struct nrma_cntr *cntr)
 /* A read that progresses endpoints first: apart, as cntr_progress_eps. */
 static NRMA_NOINLINE uint64_t cntr_read_progressed(struct nrma_cntr *cntr)
 {
-	nrma_ep_set_progress(&cntr->eps);
+	nrma_ep_set_progress(&cntr->eps, NULL);
 	return nrma_comp_cntr_value(cntr);
 }
 
@@ -238,7 +238,7 @@ static int nrma_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		nrma_ep_set_progress(&cntr->eps);
+		nrma_ep_set_progress(&cntr->eps, NULL);
 		if (nrma_comp_cntr_value(cntr) >= threshold)
 			return 0;
 		if (atomic_load(&cntr->err) != errors)
@@ -268,7 +268,7 @@ int nrma_cntr_trywait(struct nrma_cntr *cntr)
 {
 	int ret;
 
-	nrma_ep_set_progress(&cntr->eps);
+	nrma_ep_set_progress(&cntr->eps, NULL);
 	/* Remote atomics raise no event: such a counter must be polled, and
 	 * so must one whose endpoints' sends wait for credits. */
 	if (cntr_remote(cntr) || nrma_ep_set_polled(&cntr->eps))

@@ -169,21 +169,94 @@ static void comp_cq_write_done(struct nrma_cq_entry *slot, void *context,
 }
 
 /*
- * The batch's entries, under one hold of the CQ's lock, then their bumps
- * (most endpoints count with their CQ alone: no look per entry).
+ * A success's entry as the application's CQ format has it, size bytes (the
+ * formats are prefixes of fi_cq_tagged_entry): its context and flags, the
+ * rest 0, as comp_cq_write_done writes it.
+ */
+static NRMA_INLINE void comp_done_put(char *dst, void *context, uint64_t flags,
+				      size_t size)
+{
+	const size_t at_flags = offsetof(struct fi_cq_msg_entry, flags);
+
+	flags &= ~FI_COMPLETION;
+	memcpy(dst, &context, sizeof(context));
+	if (size == sizeof(struct fi_cq_entry))
+		return;
+	memcpy(dst + at_flags, &flags, sizeof(flags));
+	memset(dst + at_flags + sizeof(flags), 0,
+	       size - at_flags - sizeof(flags));
+}
+
+/*
+ * The batch's first n entries at the reader's next slots.  Inline in each
+ * case of comp_batch_read, where size is a constant.
+ */
+static NRMA_INLINE void comp_batch_read_run(const struct nrma_comp_batch *b,
+					    struct nrma_comp_reader *r,
+					    size_t n, size_t size)
+{
+	char *dst = r->buf + r->n * size;
+
+	for (size_t i = 0; i < n; i++)
+		comp_done_put(dst + i * size, b->done[i].context,
+			      b->done[i].flags, size);
+	if (r->src_addr)
+		for (size_t i = 0; i < n; i++)
+			r->src_addr[r->n + i] = FI_ADDR_NOTAVAIL;
+	r->n += n;
+}
+
+/*
+ * How many of the batch's entries for cq its reader takes: none while
+ * cq's ring holds entries, which come first.  Another endpoint's entry
+ * that another thread queues meanwhile is as if it came after.
+ */
+static size_t comp_batch_read(const struct nrma_comp_batch *b,
+			      const struct nrma_cq *cq)
+{
+	struct nrma_comp_reader *r = b->reader;
+	size_t n;
+
+	if (!r || r->cq != cq ||
+	    atomic_load_explicit(&cq->queued, memory_order_relaxed))
+		return 0;
+	n = r->count - r->n < b->count ? r->count - r->n : b->count;
+	switch (r->size) {
+	case sizeof(struct fi_cq_entry):
+		comp_batch_read_run(b, r, n, sizeof(struct fi_cq_entry));
+		break;
+	case sizeof(struct fi_cq_msg_entry):
+		comp_batch_read_run(b, r, n, sizeof(struct fi_cq_msg_entry));
+		break;
+	case sizeof(struct fi_cq_data_entry):
+		comp_batch_read_run(b, r, n, sizeof(struct fi_cq_data_entry));
+		break;
+	default:
+		comp_batch_read_run(b, r, n, sizeof(struct fi_cq_tagged_entry));
+	}
+	return n;
+}
+
+/*
+ * The batch's entries: as many as its reader takes, the rest under one
+ * hold of the CQ's lock; then their bumps (most endpoints count with
+ * their CQ alone: no look per entry).
  */
 static NRMA_NOINLINE void comp_batch_flush(struct nrma_ep *ep)
 {
 	struct nrma_comp_batch *b = ep->comp_batch;
 	struct nrma_cq *cq = ep->tx_cq;
 	struct nrma_cq_entry *slot;
+	size_t read = comp_batch_read(b, cq);
 
-	pthread_mutex_lock(&cq->lock);
-	for (size_t i = 0; i < b->count; i++)
-		if ((slot = comp_cq_slot(cq)))
-			comp_cq_write_done(slot, b->done[i].context,
-					   b->done[i].flags);
-	comp_cq_end(cq);
+	if (read < b->count) {
+		pthread_mutex_lock(&cq->lock);
+		for (size_t i = read; i < b->count; i++)
+			if ((slot = comp_cq_slot(cq)))
+				comp_cq_write_done(slot, b->done[i].context,
+						   b->done[i].flags);
+		comp_cq_end(cq);
+	}
 	if (ep->send_cntr || ep->read_cntr || ep->write_cntr)
 		for (size_t i = 0; i < b->count; i++)
 			comp_cntr_bump(comp_tx_cntr(ep, b->done[i].flags),
@@ -198,10 +271,12 @@ static void comp_batch_settle(struct nrma_ep *ep)
 		comp_batch_flush(ep);
 }
 
-bool nrma_comp_batch_begin(struct nrma_ep *ep, struct nrma_comp_batch *batch)
+bool nrma_comp_batch_begin(struct nrma_ep *ep, struct nrma_comp_batch *batch,
+			   struct nrma_comp_reader *reader)
 {
 	if (ep->comp_batch)
 		return false;
+	batch->reader = reader;
 	batch->count = 0;
 	ep->comp_batch = batch;
 	return true;

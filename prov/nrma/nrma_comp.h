@@ -32,7 +32,24 @@ struct nrma_comp {
  */
 #define NRMA_COMP_BATCH_MAX 16
 
+/*
+ * The fi_cq_read that progresses the endpoint, if one does: while its
+ * CQ's ring is empty, the batch's successes for that CQ go straight into
+ * the application's buffer, in the CQ's format, with no ring slot, lock
+ * or second copy.  From the first that does not fit, or that would pass
+ * an entry already queued, they go to the ring as any other.
+ */
+struct nrma_comp_reader {
+	struct nrma_cq *cq;
+	char *buf;
+	fi_addr_t *src_addr; /* fi_cq_readfrom's, or NULL */
+	size_t size;	     /* of one entry in the CQ's format */
+	size_t count;	     /* entries buf holds */
+	size_t n;	     /* entries written there */
+};
+
 struct nrma_comp_batch {
+	struct nrma_comp_reader *reader; /* or NULL */
 	size_t count;
 	struct {
 		void *context;
@@ -41,10 +58,12 @@ struct nrma_comp_batch {
 };
 
 /*
- * Opens batch on ep, with ep->lock held: false when one is open already
- * (the entries go in that one).  nrma_comp_batch_end writes them.
+ * Opens batch on ep, with ep->lock held, for reader (or NULL): false when
+ * one is open already (the entries go in that one).  nrma_comp_batch_end
+ * writes them.
  */
-bool nrma_comp_batch_begin(struct nrma_ep *ep, struct nrma_comp_batch *batch);
+bool nrma_comp_batch_begin(struct nrma_ep *ep, struct nrma_comp_batch *batch,
+			   struct nrma_comp_reader *reader);
 void nrma_comp_batch_end(struct nrma_ep *ep);
 
 /* An operation the endpoint initiated: its entry, and a bump of its

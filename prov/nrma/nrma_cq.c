@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "nrma.h"
+#include "nrma_comp.h"
 #include "nrma_enosys.h"
 #include "nrma_verbs.h"
 
@@ -139,19 +140,46 @@ static NRMA_NOINLINE ssize_t cq_read_queued(struct nrma_cq *cq, void *buf,
 	return ret;
 }
 
+/*
+ * After what progress wrote straight into buf (nrma_comp_reader), what
+ * the ring holds, in the room left: entries queued before the first of
+ * those would have kept progress out of buf.
+ */
+static ssize_t cq_read_after(struct nrma_cq *cq,
+			     const struct nrma_comp_reader *r)
+{
+	ssize_t ret;
+
+	if (r->n == r->count)
+		return (ssize_t) r->n;
+	ret = cq_read_queued(cq, r->buf + r->n * r->size, r->count - r->n,
+			     r->src_addr ? r->src_addr + r->n : NULL);
+	if (!r->n)
+		return ret;
+	/* An error in the ring is the next read's. */
+	return (ssize_t) r->n + (ret > 0 ? ret : 0);
+}
+
 static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr)
 {
 	struct nrma_cq *cq = nrma_cq_of(cq_fid);
+	struct nrma_comp_reader reader = {
+		.cq = cq,
+		.buf = buf,
+		.src_addr = src_addr,
+		.size = cq->format_size,
+		.count = count,
+	};
 
 	if (!buf && count)
 		return -FI_EINVAL;
-	nrma_ep_set_progress(&cq->eps);
+	nrma_ep_set_progress(&cq->eps, &reader);
 	/* Nothing there: no lock.  An entry another thread is queueing
 	 * meanwhile is the next read's, as if this one came first. */
 	if (!atomic_load_explicit(&cq->queued, memory_order_relaxed))
-		return -FI_EAGAIN;
-	return cq_read_queued(cq, buf, count, src_addr);
+		return reader.n ? (ssize_t) reader.n : -FI_EAGAIN;
+	return cq_read_after(cq, &reader);
 }
 
 static ssize_t nrma_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
@@ -207,7 +235,7 @@ static ssize_t nrma_cq_readerr(struct fid_cq *cq_fid,
 
 	if (flags)
 		return -FI_EBADFLAGS;
-	nrma_ep_set_progress(&cq->eps);
+	nrma_ep_set_progress(&cq->eps, NULL);
 	pthread_mutex_lock(&cq->lock);
 	err = cq_pop_err(cq);
 	pthread_mutex_unlock(&cq->lock);
@@ -320,7 +348,7 @@ static ssize_t nrma_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	cq_sread_enter(cq, &rd);
 	for (;;) {
-		nrma_ep_set_progress(&cq->eps);
+		nrma_ep_set_progress(&cq->eps, NULL);
 		if (cq_sread_step(cq, &rd, &ret))
 			break;
 		left = nrma_wait_timeout_left(&start, timeout);
@@ -347,7 +375,7 @@ bool nrma_cq_ready(struct nrma_cq *cq)
 {
 	bool ready;
 
-	nrma_ep_set_progress(&cq->eps);
+	nrma_ep_set_progress(&cq->eps, NULL);
 	pthread_mutex_lock(&cq->lock);
 	ready = cq_ready(cq, 1);
 	pthread_mutex_unlock(&cq->lock);
@@ -391,7 +419,7 @@ int nrma_cq_trywait(struct nrma_cq *cq)
 {
 	int ret;
 
-	nrma_ep_set_progress(&cq->eps);
+	nrma_ep_set_progress(&cq->eps, NULL);
 	ret = nrma_ep_set_arm(&cq->eps);
 	if (ret)
 		return ret;
@@ -498,6 +526,7 @@ int nrma_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
 			     FI_CQ_FORMAT_CONTEXT :
 			     attr->format;
+	cq->format_size = cq_format_size(cq->format);
 	cq->wait_cond = attr->wait_cond;
 	cq->domain = domain;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;

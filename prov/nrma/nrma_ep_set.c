@@ -97,11 +97,12 @@ void nrma_ep_set_del(struct nrma_ep_set *set, struct nrma_ep *ep,
 	ep_set_unlock(set);
 }
 
-void nrma_ep_set_progress(struct nrma_ep_set *set)
+void nrma_ep_set_progress(struct nrma_ep_set *set,
+			  struct nrma_comp_reader *reader)
 {
 	ep_set_lock(set);
 	for (size_t i = 0; i < set->count; i++)
-		nrma_progress_ep(set->eps[i]);
+		nrma_progress_ep_read(set->eps[i], reader);
 	ep_set_unlock(set);
 }
 

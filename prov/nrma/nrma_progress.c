@@ -202,7 +202,8 @@ static void progress_watch_stalls(struct nrma_ep *ep)
  * (nrma_progress_disable).  Inline in nrma_progress_ep, the path of every
  * CQ and counter read.
  */
-static NRMA_INLINE int progress_poll(struct nrma_ep *ep)
+static NRMA_INLINE int progress_poll(struct nrma_ep *ep,
+				     struct nrma_comp_reader *reader)
 {
 	struct nrma_wc wc[NRMA_POLL_BATCH];
 	struct nrma_comp_batch batch;
@@ -214,7 +215,7 @@ static NRMA_INLINE int progress_poll(struct nrma_ep *ep)
 	nrma_verbs_ep_ack_events(ep->verbs);
 	budget = progress_budget(ep);
 	n = nrma_verbs_poll(ep->verbs, wc, budget);
-	batched = n > 0 && nrma_comp_batch_begin(ep, &batch);
+	batched = n > 0 && nrma_comp_batch_begin(ep, &batch, reader);
 	for (int i = 0; i < n; i++) {
 		if (wc[i].wr_id & NRMA_WR_RECV)
 			progress_recv_wc(ep, &wc[i]);
@@ -233,7 +234,7 @@ static NRMA_INLINE int progress_poll(struct nrma_ep *ep)
 
 int nrma_progress_poll(struct nrma_ep *ep)
 {
-	return progress_poll(ep);
+	return progress_poll(ep, NULL);
 }
 
 ssize_t nrma_progress_rx_ctx_recv(struct nrma_rx_ctx *rc,
@@ -313,19 +314,24 @@ void nrma_progress_disable(struct nrma_ep *ep, int err)
  * events are the control progress thread's: reaping them here would cost
  * every poll a system call and an allocation in librdmacm.
  */
-void nrma_progress_ep(struct nrma_ep *ep)
+void nrma_progress_ep_read(struct nrma_ep *ep, struct nrma_comp_reader *reader)
 {
 	bool triggered = false;
 
 	pthread_mutex_lock(ep->lock);
 	if (ep->enabled) {
-		progress_poll(ep);
+		progress_poll(ep, reader);
 		nrma_cm_reap(ep->cm);
 		triggered = !nrma_dlist_empty(&ep->xfer->triggered);
 	}
 	pthread_mutex_unlock(ep->lock);
 	if (triggered)
 		nrma_trigger_fire_ready(ep);
+}
+
+void nrma_progress_ep(struct nrma_ep *ep)
+{
+	nrma_progress_ep_read(ep, NULL);
 }
 
 /*
