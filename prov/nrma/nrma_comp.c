@@ -157,21 +157,10 @@ static struct nrma_cntr *comp_tx_cntr(const struct nrma_ep *ep, uint64_t flags)
 	return flags & FI_WRITE ? ep->write_cntr : ep->send_cntr;
 }
 
-/* A success's entry, as nrma_comp_tx_done writes it. */
-static void comp_cq_write_done(struct nrma_cq_entry *slot, void *context,
-			       uint64_t flags)
-{
-	*slot = (struct nrma_cq_entry){
-		.comp.op_context = context,
-		.comp.flags = flags & ~FI_COMPLETION,
-		.src_addr = FI_ADDR_NOTAVAIL,
-	};
-}
-
 /*
  * A success's entry as the application's CQ format has it, size bytes (the
  * formats are prefixes of fi_cq_tagged_entry): its context and flags, the
- * rest 0, as comp_cq_write_done writes it.
+ * rest 0.
  */
 static NRMA_INLINE void comp_done_put(char *dst, void *context, uint64_t flags,
 				      size_t size)
@@ -185,6 +174,15 @@ static NRMA_INLINE void comp_done_put(char *dst, void *context, uint64_t flags,
 	memcpy(dst + at_flags, &flags, sizeof(flags));
 	memset(dst + at_flags + sizeof(flags), 0,
 	       size - at_flags - sizeof(flags));
+}
+
+/* A success's entry in the CQ's ring, as nrma_comp_tx_done writes it. */
+static void comp_cq_write_done(struct nrma_cq_entry *slot, void *context,
+			       uint64_t flags)
+{
+	comp_done_put((char *) &slot->comp, context, flags, sizeof(slot->comp));
+	slot->src_addr = FI_ADDR_NOTAVAIL;
+	slot->err = NULL;
 }
 
 /*
@@ -221,7 +219,7 @@ static size_t comp_batch_read(const struct nrma_comp_batch *b,
 	    atomic_load_explicit(&cq->queued, memory_order_relaxed))
 		return 0;
 	n = r->count - r->n < b->count ? r->count - r->n : b->count;
-	switch (r->size) {
+	switch (cq->format_size) {
 	case sizeof(struct fi_cq_entry):
 		comp_batch_read_run(b, r, n, sizeof(struct fi_cq_entry));
 		break;

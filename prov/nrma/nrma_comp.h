@@ -43,8 +43,7 @@ struct nrma_comp_reader {
 	struct nrma_cq *cq;
 	char *buf;
 	fi_addr_t *src_addr; /* fi_cq_readfrom's, or NULL */
-	size_t size;	     /* of one entry in the CQ's format */
-	size_t count;	     /* entries buf holds */
+	size_t count;	     /* entries buf holds, cq->format_size each */
 	size_t n;	     /* entries written there */
 };
 

@@ -152,7 +152,8 @@ static ssize_t cq_read_after(struct nrma_cq *cq,
 
 	if (r->n == r->count)
 		return (ssize_t) r->n;
-	ret = cq_read_queued(cq, r->buf + r->n * r->size, r->count - r->n,
+	ret = cq_read_queued(cq, r->buf + r->n * cq->format_size,
+			     r->count - r->n,
 			     r->src_addr ? r->src_addr + r->n : NULL);
 	if (!r->n)
 		return ret;
@@ -168,7 +169,6 @@ static ssize_t nrma_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		.cq = cq,
 		.buf = buf,
 		.src_addr = src_addr,
-		.size = cq->format_size,
 		.count = count,
 	};
 
