@@ -31,6 +31,9 @@ struct nrma_credit_tx {
 	uint64_t grant; /* the peer's first grant, in its connect data */
 	uint64_t sent;
 	uint64_t back; /* granted since, in the peer's headers */
+	/* Credits known left, at most nrma_credit_avail's: taken from first,
+	 * so that most sends add nothing up (nrma_credit_tx_take). */
+	uint64_t left;
 };
 
 /*
@@ -48,6 +51,30 @@ static inline uint64_t nrma_credit_avail(const struct nrma_credit_tx *tx,
 	else
 		granted += remote;
 	return granted > tx->sent ? granted - tx->sent : 0;
+}
+
+/*
+ * Takes a credit, if there is one: from those known left, else from what
+ * the peer granted since (*remote, nrma_credit_avail).  Grants only grow,
+ * so what was left stays left.
+ */
+static inline bool nrma_credit_tx_take(struct nrma_credit_tx *tx,
+				       const volatile uint64_t *remote)
+{
+	if (!tx->left)
+		tx->left = nrma_credit_avail(tx, *remote);
+	if (!tx->left)
+		return false;
+	tx->left--;
+	tx->sent++;
+	return true;
+}
+
+/* Gives back a credit taken for a message that did not go. */
+static inline void nrma_credit_tx_untake(struct nrma_credit_tx *tx)
+{
+	tx->sent--;
+	tx->left++;
 }
 
 /*
@@ -101,6 +128,8 @@ static inline uint64_t nrma_credit_take_back(struct nrma_credit_rx *rx,
 {
 	uint64_t n = rx->granted - rx->told;
 
+	if (!n) /* most messages: nothing new to tell */
+		return 0;
 	if (n > max)
 		n = max;
 	rx->told += n;

@@ -541,10 +541,14 @@ struct nrma_ep {
 	struct nrma_cntr *write_cntr;
 	struct nrma_remote_cntrs remote; /* FI_REMOTE_WRITE/READ */
 	struct nrma_av *av;
+	/* Its AV's, from fi_enable on: most AVs name no receive contexts, and
+	 * a send then looks no further. */
+	int rx_ctx_bits;
 	struct nrma_eq *eq;
 	struct fid *srx; /* shared contexts bound (nrma_srx.c) */
 	struct fid *stx;
 	enum nrma_ep_role role;
+	bool msg;		     /* FI_EP_MSG: one connection, no AV */
 	struct nrma_ep_owner *owner; /* a transmit context's */
 	uint16_t ctx_id;	 /* what its connections say it is (cm data) */
 	struct sockaddr_in name; /* fixed at fi_enable */
@@ -579,7 +583,7 @@ extern const struct nrma_cm_ops nrma_ep_conn_cm_ops;
 
 static inline bool nrma_ep_is_msg(const struct nrma_ep *ep)
 {
-	return ep->info->ep_attr->type == FI_EP_MSG;
+	return ep->msg;
 }
 
 /* Shared contexts (nrma_srx.c) */
@@ -727,6 +731,8 @@ struct nrma_recv_args {
 };
 
 ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *args);
+/* The same, of one buffer (args->iov[0]); the common sizes checked less. */
+ssize_t nrma_send_buf(struct nrma_ep *ep, const struct nrma_send_args *args);
 
 /* One RMA operation, from any of the fi_rma calls. */
 struct nrma_rma_args {
@@ -781,9 +787,8 @@ ssize_t nrma_atomic(struct nrma_ep *ep, const struct nrma_atomic_args *args);
  * and its call returns at once.
  */
 ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *args);
-/* nrma_rma of a write of one segment, cheaper when it is small. */
-ssize_t nrma_rma_write_small(struct nrma_ep *ep,
-			     const struct nrma_rma_args *args);
+/* nrma_rma of one segment, cheaper when it is small. */
+ssize_t nrma_rma_small(struct nrma_ep *ep, const struct nrma_rma_args *args);
 /* Called with ep->lock held. */
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context);
 /* fi_cancel of a held triggered operation (nrma_trigger.c), as above. */
@@ -812,9 +817,14 @@ extern struct fi_ops_tagged nrma_tagged_ops;
 ssize_t nrma_msg_recv_on(struct fid_ep *ep_fid, const struct nrma_recv_args *a);
 /* fi_send and friends, msg's and tagged (nrma_msg.c). */
 ssize_t nrma_msg_submit(struct fid_ep *ep_fid, const struct nrma_send_args *a);
-/* nrma_msg_submit of one buffer: a says all but where it is. */
+/*
+ * nrma_msg_submit of one buffer: a says all but where it is (its iov).
+ * nrma_msg_send_buf is the same, inline where fi_send and fi_tsend call it.
+ */
 ssize_t nrma_msg_submit_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
-			    struct nrma_send_args a);
+			    struct nrma_send_args *a);
+ssize_t nrma_msg_send_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
+			  struct nrma_send_args *a);
 uint64_t nrma_msg_rx_op_flags(struct fid_ep *ep_fid);
 extern struct fi_ops_rma nrma_ep_rma_ops;
 extern struct fi_ops_atomic nrma_ep_atomic_ops;

@@ -165,29 +165,26 @@ void nrma_credit_conn_close(struct nrma_ep *ep, struct nrma_conn *conn)
 	xc->credit_cell = NULL;
 }
 
-static uint64_t credit_avail(const struct nrma_conn *conn,
-			     enum nrma_credit_class class)
+/* The word of conn's credit cell where the peer grants class's credits. */
+static const volatile uint64_t *credit_remote(const struct nrma_conn *conn,
+					      enum nrma_credit_class class)
 {
-	enum nrma_notify_word word = class == NRMA_CREDIT_MSG ?
+	return nrma_notify_cell_word(conn->xfer->credit_cell,
+				     class == NRMA_CREDIT_MSG ?
 					     NRMA_NOTIFY_WRITES :
-					     NRMA_NOTIFY_READS;
-
-	return nrma_credit_avail(
-		&conn->xfer->tx_credit[class],
-		*nrma_notify_cell_word(conn->xfer->credit_cell, word));
+					     NRMA_NOTIFY_READS);
 }
 
 bool nrma_credit_has(const struct nrma_conn *conn, enum nrma_credit_class class)
 {
-	return credit_avail(conn, class) > 0;
+	return nrma_credit_avail(&conn->xfer->tx_credit[class],
+				 *credit_remote(conn, class)) > 0;
 }
 
 bool nrma_credit_take(struct nrma_conn *conn, enum nrma_credit_class class)
 {
-	if (!credit_avail(conn, class))
-		return false;
-	conn->xfer->tx_credit[class].sent++;
-	return true;
+	return nrma_credit_tx_take(&conn->xfer->tx_credit[class],
+				   credit_remote(conn, class));
 }
 
 /*
@@ -236,7 +233,7 @@ int nrma_credit_post_light(struct nrma_conn *conn, struct nrma_hdr *hdr,
 /* Gives back a credit taken for a message that did not go. */
 void nrma_credit_untake(struct nrma_conn *conn, enum nrma_credit_class class)
 {
-	conn->xfer->tx_credit[class].sent--;
+	nrma_credit_tx_untake(&conn->xfer->tx_credit[class]);
 }
 
 /*

@@ -287,6 +287,8 @@ int nrma_ep_enable(struct nrma_ep *ep)
 	ret = ep->owner ? ep->owner->enable(ep) : 0;
 	if (!ret)
 		ret = ep_enable_check(ep);
+	if (!ret && ep->av)
+		ep->rx_ctx_bits = ep->av->table.rx_ctx_bits;
 	/* An RDM endpoint's name goes to peers in its connection data. */
 	if (!ret && !nrma_ep_is_msg(ep) && ep->role != NRMA_EP_TX_CTX)
 		ret = nrma_cm_name(ep->cm, &ep->name);
@@ -717,6 +719,7 @@ int nrma_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		ret = -FI_ENOMEM;
 		goto err;
 	}
+	ep->msg = info->ep_attr->type == FI_EP_MSG;
 	answers = ep_answers_connreq(ep, info);
 	ret = ep_resources_open(ep, info, answers);
 	if (ret)

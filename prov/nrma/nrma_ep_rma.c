@@ -19,12 +19,12 @@ static ssize_t ep_rma_submit(struct fid_ep *ep_fid,
 	return NRMA_EP_POST(ep, nrma_rma(ep, a));
 }
 
-static ssize_t ep_rma_write_small(struct fid_ep *ep_fid,
-				  const struct nrma_rma_args *a)
+static ssize_t ep_rma_small(struct fid_ep *ep_fid,
+			    const struct nrma_rma_args *a)
 {
 	struct nrma_ep *ep = nrma_ep_of(ep_fid);
 
-	return NRMA_EP_POST(ep, nrma_rma_write_small(ep, a));
+	return NRMA_EP_POST(ep, nrma_rma_small(ep, a));
 }
 
 static ssize_t ep_rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
@@ -91,13 +91,33 @@ static ssize_t ep_rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 			  context);
 }
 
+/* fi_read and fi_write: one buffer. */
+static ssize_t ep_rma_buf(struct fid_ep *ep_fid, void *buf, size_t len,
+			  void *desc, fi_addr_t peer, uint64_t addr,
+			  uint64_t key, void *context, uint64_t flags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct nrma_rma_args a = {
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.dest = peer,
+		.addr = addr,
+		.len = len,
+		.key = key,
+		.context = context,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags | flags,
+	};
+
+	return ep_rma_small(ep_fid, &a);
+}
+
 static ssize_t ep_rma_read(struct fid_ep *ep_fid, void *buf, size_t len,
 			   void *desc, fi_addr_t src, uint64_t addr,
 			   uint64_t key, void *context)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-
-	return ep_rma_readv(ep_fid, &iov, &desc, 1, src, addr, key, context);
+	return ep_rma_buf(ep_fid, buf, len, desc, src, addr, key, context,
+			  FI_READ);
 }
 
 static ssize_t ep_rma_writev(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -112,20 +132,8 @@ static ssize_t ep_rma_write(struct fid_ep *ep_fid, const void *buf, size_t len,
 			    void *desc, fi_addr_t dest, uint64_t addr,
 			    uint64_t key, void *context)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-	struct nrma_rma_args a = {
-		.iov = &iov,
-		.desc = &desc,
-		.count = 1,
-		.dest = dest,
-		.addr = addr,
-		.len = len,
-		.key = key,
-		.context = context,
-		.flags = nrma_path_of(ep_fid)->tx_op_flags | FI_WRITE,
-	};
-
-	return ep_rma_write_small(ep_fid, &a);
+	return ep_rma_buf(ep_fid, (void *) buf, len, desc, dest, addr, key,
+			  context, FI_WRITE);
 }
 
 static ssize_t ep_rma_writedata(struct fid_ep *ep_fid, const void *buf,
@@ -161,7 +169,7 @@ static ssize_t ep_rma_inject_buf(struct fid_ep *ep_fid, const void *buf,
 		.silent = true,
 	};
 
-	return ep_rma_write_small(ep_fid, &a);
+	return ep_rma_small(ep_fid, &a);
 }
 
 static ssize_t ep_rma_injectdata(struct fid_ep *ep_fid, const void *buf,

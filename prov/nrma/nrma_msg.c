@@ -24,16 +24,24 @@ ssize_t nrma_msg_submit(struct fid_ep *ep_fid, const struct nrma_send_args *a)
 	return NRMA_EP_POST(ep, nrma_send(ep, a));
 }
 
-ssize_t nrma_msg_submit_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
-			    struct nrma_send_args a)
+/* Inline in fi_send and fi_tsend: one frame for a light send. */
+NRMA_INLINE ssize_t nrma_msg_send_buf(struct fid_ep *ep_fid, const void *buf,
+				      size_t len, struct nrma_send_args *a)
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
 
-	a.iov = &iov;
-	a.count = 1;
-	if (a.silent)
-		a.flags = nrma_inject_flags(ep_fid, a.flags);
-	return nrma_msg_submit(ep_fid, &a);
+	a->iov = &iov;
+	a->count = 1;
+	if (a->silent)
+		a->flags = nrma_inject_flags(ep_fid, a->flags);
+	return NRMA_EP_POST(ep, nrma_send_buf(ep, a));
+}
+
+ssize_t nrma_msg_submit_buf(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    struct nrma_send_args *a)
+{
+	return nrma_msg_send_buf(ep_fid, buf, len, a);
 }
 
 /*
@@ -133,9 +141,14 @@ static ssize_t nrma_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 static ssize_t nrma_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
 			     void *desc, fi_addr_t dest, void *context)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-
-	return nrma_msg_sendv(ep_fid, &iov, &desc, 1, dest, context);
+	(void) desc; /* sends register what receivers read */
+	return nrma_msg_send_buf(
+		ep_fid, buf, len,
+		&(struct nrma_send_args){
+			.dest = dest,
+			.flags = nrma_path_of(ep_fid)->tx_op_flags,
+			.context = context,
+		});
 }
 
 static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
@@ -146,10 +159,10 @@ static ssize_t nrma_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 
 	(void) desc; /* sends register what receivers read */
 	return nrma_msg_submit_buf(ep_fid, buf, len,
-				   (struct nrma_send_args){ .dest = dest,
-							    .data = data,
-							    .context = context,
-							    .flags = flags });
+				   &(struct nrma_send_args){ .dest = dest,
+							     .data = data,
+							     .context = context,
+							     .flags = flags });
 }
 
 static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
@@ -157,19 +170,20 @@ static ssize_t nrma_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 {
 	return nrma_msg_submit_buf(
 		ep_fid, buf, len,
-		(struct nrma_send_args){ .dest = dest,
-					 .data = data,
-					 .flags = FI_INJECT | FI_REMOTE_CQ_DATA,
-					 .silent = true });
+		&(struct nrma_send_args){ .dest = dest,
+					  .data = data,
+					  .flags = FI_INJECT |
+						   FI_REMOTE_CQ_DATA,
+					  .silent = true });
 }
 
 static ssize_t nrma_msg_inject(struct fid_ep *ep_fid, const void *buf,
 			       size_t len, fi_addr_t dest)
 {
 	return nrma_msg_submit_buf(ep_fid, buf, len,
-				   (struct nrma_send_args){ .dest = dest,
-							    .flags = FI_INJECT,
-							    .silent = true });
+				   &(struct nrma_send_args){ .dest = dest,
+							     .flags = FI_INJECT,
+							     .silent = true });
 }
 
 struct fi_ops_msg nrma_msg_ops = {

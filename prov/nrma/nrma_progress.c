@@ -159,13 +159,17 @@ static NRMA_NOINLINE void progress_retry_waiting(struct nrma_ep *ep)
 
 /*
  * What completions may have let go: work that waited for them; and sends
- * in flight long without their ACK.  Nothing, on an idle endpoint.
+ * in flight long without their ACK.  Nothing, on an idle endpoint, nor
+ * for transmits that have no record (nrma_op_post_light): none waits for
+ * an ACK.
  */
 static void progress_retry(struct nrma_ep *ep)
 {
-	if (ep->xfer->waiting)
+	const struct nrma_xfer *x = ep->xfer;
+
+	if (x->waiting)
 		progress_retry_waiting(ep);
-	if (ep->xfer->sends)
+	if (x->sends && nrma_token_any(&x->ops))
 		nrma_send_check_peers(ep);
 }
 
@@ -415,7 +419,10 @@ int nrma_progress_conn_open(void *arg, struct nrma_conn *conn)
 {
 	int ret = nrma_xfer_conn_open(conn);
 
-	return ret ? ret : nrma_credit_conn_open(arg, conn);
+	if (ret)
+		return ret;
+	nrma_send_conn_open(arg, conn);
+	return nrma_credit_conn_open(arg, conn);
 }
 
 void nrma_progress_conn_close(void *arg, struct nrma_conn *conn)

@@ -158,13 +158,10 @@ static int rkey_slot_target(const struct nrma_ep *ep,
 			    uint64_t len, uint32_t access,
 			    struct nrma_remote *remote)
 {
-	bool virt_addr = ep->info->domain_attr->mr_mode &
-			 (FI_MR_VIRT_ADDR | NRMA_MR_BASIC);
-
 	remote->rkey = rk->slot.rkey;
 	remote->cell_rkey = rk->slot.cell_rkey;
-	return nrma_proto_key_slot_target(&rk->slot, virt_addr, addr, len,
-					  access, &remote->addr);
+	return nrma_proto_key_slot_target(&rk->slot, ep->xfer->virt_addr, addr,
+					  len, access, &remote->addr);
 }
 
 /* A key not among the last ones used, or not known and current. */
@@ -192,17 +189,17 @@ static NRMA_NOINLINE int rkey_target_lookup(struct nrma_ep *ep,
 
 /*
  * Every use of a key but the first finds it among the last ones used,
- * known and unchanged since (its slot was in range when it was looked up).
+ * known and unchanged since (its slot was in range when it was looked up;
+ * the same key, the same slot).
  */
 int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		     uint64_t addr, uint64_t len, uint32_t access,
 		     struct nrma_remote *remote)
 {
-	uint32_t hash_key = rkey_hash_key(key);
 	const struct nrma_rkey *rk =
-		conn->xfer->rkey_hot[hash_key % NRMA_RKEY_HOT];
+		conn->xfer->rkey_hot[rkey_hash_key(key) % NRMA_RKEY_HOT];
 
-	if (!rk || rk->hash_key != hash_key || !rkey_current(rk, conn, key))
+	if (!rk || !rkey_current(rk, conn, key))
 		return rkey_target_lookup(ep, conn, key, addr, len, access,
 					  remote);
 	return rkey_slot_target(ep, rk, addr, len, access, remote);

@@ -387,15 +387,16 @@ ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
 }
 
 /*
- * A write of one segment no larger than an inject (FI_OPT_INJECT_RMA_SIZE)
- * or FI_OPT_MAX_RMA_SIZE needs no vector or size checks; of its flags,
- * only those nrma_rma refuses or holds send it there.
+ * A read or write of one segment no larger than an inject
+ * (FI_OPT_INJECT_RMA_SIZE) or FI_OPT_MAX_RMA_SIZE needs no vector or size
+ * checks; of its flags, only those nrma_rma refuses or holds send it there.
  */
-ssize_t nrma_rma_write_small(struct nrma_ep *ep, const struct nrma_rma_args *a)
+ssize_t nrma_rma_small(struct nrma_ep *ep, const struct nrma_rma_args *a)
 {
 	if (a->len > ep->inject_size[NRMA_XFER_RMA] ||
 	    a->len > ep->max_size[NRMA_XFER_RMA] ||
-	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)))
+	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)) ||
+	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
 		return nrma_rma(ep, a);
 	return nrma_tx_submit(ep, a->dest, rma_post, a, a->len, false);
 }

@@ -99,7 +99,7 @@ static void send_fill_segmented(struct nrma_xfer *x, struct nrma_op *op,
 static unsigned int send_rx_ctx(const struct nrma_ep *ep,
 				const struct nrma_send_args *a)
 {
-	return ep->av ? nrma_addr_rx_ctx(&ep->av->table, a->dest) : 0;
+	return ep->rx_ctx_bits ? nrma_addr_rx_ctx(&ep->av->table, a->dest) : 0;
 }
 
 static void send_fill_hdr(struct nrma_ep *ep, struct nrma_hdr *hdr,
@@ -298,15 +298,28 @@ static bool send_light_fits(const struct nrma_ep *ep,
 			    const struct nrma_conn *conn,
 			    const struct nrma_send_args *a, size_t msg_len)
 {
-	size_t wire = sizeof(struct nrma_hdr) + msg_len;
-
 	/* First what a stream past its credits meets: sends queued. */
 	return conn && !nrma_credit_send_waits(conn) &&
-	       nrma_op_light_fits(conn) && msg_len <= ep->xfer->eager_size &&
-	       wire <= conn->max_inline && wire <= NRMA_SEND_INLINE_MAX &&
+	       nrma_op_light_fits(conn) &&
+	       msg_len < conn->xfer->light_send_below &&
 	       !(a->flags & FI_DELIVERY_COMPLETE) &&
 	       nrma_dlist_empty(&ep->xfer->connecting) &&
 	       !nrma_tx_held_waits(conn) && nrma_tx_room(ep->xfer);
+}
+
+void nrma_send_conn_open(struct nrma_ep *ep, struct nrma_conn *conn)
+{
+	size_t wire = conn->max_inline < NRMA_SEND_INLINE_MAX ?
+			      conn->max_inline :
+			      NRMA_SEND_INLINE_MAX;
+	/* One past the longest: 0 where not even a header fits. */
+	size_t below = wire >= sizeof(struct nrma_hdr) ?
+			       wire - sizeof(struct nrma_hdr) + 1 :
+			       0;
+
+	conn->xfer->light_send_below = below <= ep->xfer->eager_size ?
+					       below :
+					       ep->xfer->eager_size + 1;
 }
 
 /*
@@ -333,7 +346,10 @@ static NRMA_INLINE int send_post_light(struct nrma_ep *ep,
 		return 1;
 	send_fill_hdr(ep, &wire.hdr, a, msg_len);
 	wire.hdr.op = NRMA_HDR_EAGER;
-	nrma_iov_gather(&wire.hdr + 1, a->iov, a->count, 0, msg_len);
+	if (a->count == 1 && msg_len) /* most: msg_len is its one segment's */
+		memcpy(&wire.hdr + 1, a->iov[0].iov_base, msg_len);
+	else
+		nrma_iov_gather(&wire.hdr + 1, a->iov, a->count, 0, msg_len);
 	ret = nrma_credit_post_light(conn, &wire.hdr, &sge, a->context,
 				     send_comp_flags(ep, a));
 	if (ret) {
@@ -441,11 +457,15 @@ static ssize_t send_hold(struct nrma_ep *ep, const struct nrma_send_args *a,
 				 io);
 }
 
+static enum nrma_xfer_class send_class(const struct nrma_send_args *a)
+{
+	return a->flags & FI_TAGGED ? NRMA_XFER_TAGGED : NRMA_XFER_MSG;
+}
+
 ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 {
-	enum nrma_xfer_class class = a->flags & FI_TAGGED ? NRMA_XFER_TAGGED :
-							    NRMA_XFER_MSG;
-	ssize_t len = nrma_tx_len(ep, class, a->iov, a->count, a->flags);
+	ssize_t len =
+		nrma_tx_len(ep, send_class(a), a->iov, a->count, a->flags);
 
 	if (send_rx_ctx(ep, a) >= NRMA_RX_CTX_MAX)
 		return -FI_EINVAL;
@@ -454,6 +474,24 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 	if (a->flags & FI_TRIGGER)
 		return send_hold(ep, a, (size_t) len);
 	/* A send may wait for its connection, in order with the next. */
+	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
+}
+
+/*
+ * A send of one buffer no larger than an inject or FI_OPT_MAX_MSG_SIZE
+ * needs no vector or size checks; of its flags, only those nrma_send
+ * refuses or holds send it there.  Inline in nrma_msg_submit_buf.
+ */
+NRMA_INLINE ssize_t nrma_send_buf(struct nrma_ep *ep,
+				  const struct nrma_send_args *a)
+{
+	enum nrma_xfer_class class = send_class(a);
+	size_t len = a->iov[0].iov_len;
+
+	if (len > ep->inject_size[class] || len > ep->max_size[class] ||
+	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)) ||
+	    send_rx_ctx(ep, a) >= NRMA_RX_CTX_MAX)
+		return nrma_send(ep, a);
 	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
 }
 

@@ -18,6 +18,8 @@ void nrma_send_sent(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_send_acked(struct nrma_ep *ep, uint64_t token, struct nrma_conn *conn,
 		     bool failed);
 void nrma_send_conn_failed(struct nrma_ep *ep, struct nrma_conn *conn);
+/* Sets what conn's light sends may carry (its QP's inline data). */
+void nrma_send_conn_open(struct nrma_ep *ep, struct nrma_conn *conn);
 /* Sends that waited for their connections go once they are up. */
 void nrma_send_connecting(struct nrma_ep *ep);
 /* Probes the peers of sends waiting long for their ACKs. */

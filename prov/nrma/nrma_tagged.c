@@ -90,9 +90,15 @@ static ssize_t nrma_tagged_send(struct fid_ep *ep_fid, const void *buf,
 				size_t len, void *desc, fi_addr_t dest,
 				uint64_t tag, void *context)
 {
-	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-
-	return nrma_tagged_sendv(ep_fid, &iov, &desc, 1, dest, tag, context);
+	(void) desc; /* sends register what receivers read */
+	return nrma_msg_send_buf(
+		ep_fid, buf, len,
+		&(struct nrma_send_args){
+			.dest = dest,
+			.tag = tag,
+			.context = context,
+			.flags = nrma_path_of(ep_fid)->tx_op_flags | FI_TAGGED,
+		});
 }
 
 static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
@@ -104,11 +110,11 @@ static ssize_t nrma_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 
 	(void) desc; /* sends register what receivers read */
 	return nrma_msg_submit_buf(ep_fid, buf, len,
-				   (struct nrma_send_args){ .dest = dest,
-							    .data = data,
-							    .tag = tag,
-							    .context = context,
-							    .flags = flags });
+				   &(struct nrma_send_args){ .dest = dest,
+							     .data = data,
+							     .tag = tag,
+							     .context = context,
+							     .flags = flags });
 }
 
 static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
@@ -117,12 +123,12 @@ static ssize_t nrma_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 {
 	return nrma_msg_submit_buf(
 		ep_fid, buf, len,
-		(struct nrma_send_args){ .dest = dest,
-					 .data = data,
-					 .tag = tag,
-					 .flags = FI_INJECT | FI_TAGGED |
-						  FI_REMOTE_CQ_DATA,
-					 .silent = true });
+		&(struct nrma_send_args){ .dest = dest,
+					  .data = data,
+					  .tag = tag,
+					  .flags = FI_INJECT | FI_TAGGED |
+						   FI_REMOTE_CQ_DATA,
+					  .silent = true });
 }
 
 static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
@@ -130,10 +136,10 @@ static ssize_t nrma_tagged_inject(struct fid_ep *ep_fid, const void *buf,
 {
 	return nrma_msg_submit_buf(
 		ep_fid, buf, len,
-		(struct nrma_send_args){ .dest = dest,
-					 .tag = tag,
-					 .flags = FI_INJECT | FI_TAGGED,
-					 .silent = true });
+		&(struct nrma_send_args){ .dest = dest,
+					  .tag = tag,
+					  .flags = FI_INJECT | FI_TAGGED,
+					  .silent = true });
 }
 
 struct fi_ops_tagged nrma_tagged_ops = {

@@ -142,7 +142,8 @@ int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
 	}
 	table = &ep->av->table;
 	/* A scalable peer's receive contexts share one connection. */
-	dest = nrma_addr_base(table, dest);
+	if (ep->rx_ctx_bits)
+		dest = nrma_addr_base(table, dest);
 	removals = nrma_addr_table_removals(table);
 	up = nrma_cm_conn_up(ep->cm, dest);
 	if (!up || up->av_removals != removals)
@@ -197,10 +198,12 @@ void nrma_tx_ended(struct nrma_xfer *x)
 /*
  * Posts an application's transmit with post() once the connection to
  * dest is up, or, if it may wait, while it is being made; -FI_EAGAIN
- * when there is no room.
+ * when there is no room.  Inline in each call, with its post step: one
+ * frame per operation.
  */
-ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
-		       const void *args, size_t len, bool may_wait)
+NRMA_INLINE ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
+				   nrma_tx_post_fn post, const void *args,
+				   size_t len, bool may_wait)
 {
 	struct nrma_conn *conn = NULL;
 	ssize_t ret;

@@ -110,6 +110,8 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 	size_t rndv_size = sizeof(struct nrma_rndv_seg) * NRMA_IOV_LIMIT;
 	int ret;
 
+	x->virt_addr = ep->info->domain_attr->mr_mode &
+		       (FI_MR_VIRT_ADDR | NRMA_MR_BASIC);
 	x->eager_size = nrma_params.eager_size;
 	/* A segment says where it goes in 32 bits. */
 	x->sar_size = nrma_params.sar_size < UINT32_MAX ? nrma_params.sar_size :

@@ -169,6 +169,9 @@ struct nrma_xfer_conn {
 	struct nrma_dlist held;	     /* struct nrma_tx_held */
 	struct nrma_dlist held_link; /* on the endpoint's list of those */
 	const void *held_posting;    /* the args of one posted again */
+	/* Messages shorter than this may go as light sends: inline, built
+	 * on the stack (nrma_send_conn_open); 0: none. */
+	size_t light_send_below;
 	struct nrma_sar_rx sar_rx;
 	/*
 	 * Chains posted without a record (struct nrma_op_light), oldest
@@ -349,6 +352,8 @@ struct nrma_pending_ack {
 };
 
 struct nrma_xfer {
+	/* Remote addresses are virtual ones (FI_MR_VIRT_ADDR), not offsets. */
+	bool virt_addr;
 	size_t eager_size;
 	size_t sar_size; /* segmented above eager_size, up to this */
 	size_t seg_size; /* a segment's payload */

@@ -46,6 +46,30 @@ static void test_avail_saturates(void **state)
 	assert_int_equal(nrma_credit_avail(&tx, 0), UINT64_MAX - 2);
 }
 
+/* Credits known left go first; the peer's word is read when they run out. */
+static void test_tx_take_from_left(void **state)
+{
+	struct nrma_credit_tx tx = { .grant = 2 };
+	uint64_t remote = 0;
+
+	(void) state;
+	assert_true(nrma_credit_tx_take(&tx, &remote));
+	assert_int_equal(tx.left, 1);
+	remote = 5; /* granted meanwhile: not looked at while one is left */
+	assert_true(nrma_credit_tx_take(&tx, &remote));
+	assert_int_equal(tx.left, 0);
+	assert_true(nrma_credit_tx_take(&tx, &remote));
+	assert_int_equal(tx.left, 4);
+	nrma_credit_tx_untake(&tx);
+	assert_int_equal(tx.left, 5);
+	assert_int_equal(tx.sent, 2);
+	for (int i = 0; i < 5; i++)
+		assert_true(nrma_credit_tx_take(&tx, &remote));
+	assert_false(nrma_credit_tx_take(&tx, &remote));
+	assert_int_equal(tx.sent, 7);
+	assert_int_equal(nrma_credit_avail(&tx, remote), 0);
+}
+
 static void test_overrun(void **state)
 {
 	struct nrma_credit_rx rx = { .granted = 6, .told = 4, .received = 4 };
@@ -119,6 +143,7 @@ int main(void)
 		cmocka_unit_test(test_avail_counts_down_and_back),
 		cmocka_unit_test(test_avail_grows_past_first_grant),
 		cmocka_unit_test(test_avail_saturates),
+		cmocka_unit_test(test_tx_take_from_left),
 		cmocka_unit_test(test_overrun),
 		cmocka_unit_test(test_out_and_want),
 		cmocka_unit_test(test_due),
