@@ -296,7 +296,7 @@ static NRMA_NOINLINE int rma_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 	return 0;
 }
 
-/* Inline where nrma_tx_submit calls it: one frame for a light RMA. */
+/* Inline where it is called (nrma_rma_small, nrma_tx_submit): one frame. */
 static NRMA_INLINE ssize_t rma_post(struct nrma_ep *ep, struct nrma_conn *conn,
 				    const void *args, size_t len)
 {
@@ -393,12 +393,19 @@ ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
  */
 ssize_t nrma_rma_small(struct nrma_ep *ep, const struct nrma_rma_args *a)
 {
+	struct nrma_conn *conn;
+	ssize_t ret;
+
 	if (a->len > ep->inject_size[NRMA_XFER_RMA] ||
 	    a->len > ep->max_size[NRMA_XFER_RMA] ||
 	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)) ||
 	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
 		return nrma_rma(ep, a);
-	return nrma_tx_submit(ep, a->dest, rma_post, a, a->len, false);
+	ret = nrma_tx_enter(ep, a->dest, false, &conn);
+	if (!ret)
+		ret = rma_post(ep, conn, a, a->len);
+	nrma_tx_leave(ep);
+	return ret;
 }
 
 /* A small read landed in its bounce buffer: on to the application's. */

@@ -419,7 +419,7 @@ static NRMA_NOINLINE ssize_t send_post_op(struct nrma_ep *ep,
 	return 0;
 }
 
-/* Inline where nrma_tx_submit calls it: one frame for a light send. */
+/* Inline where it is called (nrma_send_buf, nrma_tx_submit): one frame. */
 static NRMA_INLINE ssize_t send_post(struct nrma_ep *ep, struct nrma_conn *conn,
 				     const void *args, size_t msg_len)
 {
@@ -487,12 +487,19 @@ NRMA_INLINE ssize_t nrma_send_buf(struct nrma_ep *ep,
 {
 	enum nrma_xfer_class class = send_class(a);
 	size_t len = a->iov[0].iov_len;
+	struct nrma_conn *conn;
+	ssize_t ret;
 
 	if (len > ep->inject_size[class] || len > ep->max_size[class] ||
 	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)) ||
 	    send_rx_ctx(ep, a) >= NRMA_RX_CTX_MAX)
 		return nrma_send(ep, a);
-	return nrma_tx_submit(ep, a->dest, send_post, a, len, true);
+	/* A send may wait for its connection, in order with the next. */
+	ret = nrma_tx_enter(ep, a->dest, true, &conn);
+	if (!ret)
+		ret = send_post(ep, conn, a, len);
+	nrma_tx_leave(ep);
+	return ret;
 }
 
 /* A segment's bounce buffer is free, and the next segments may go. */

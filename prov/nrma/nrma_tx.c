@@ -195,26 +195,37 @@ void nrma_tx_ended(struct nrma_xfer *x)
 	x->sends--;
 }
 
+/* Inline in each common path's call (nrma_rma_small, nrma_send_buf). */
+NRMA_INLINE int nrma_tx_enter(struct nrma_ep *ep, fi_addr_t dest, bool may_wait,
+			      struct nrma_conn **conn)
+{
+	int ret;
+
+	*conn = NULL;
+	pthread_mutex_lock(ep->lock);
+	ret = nrma_tx_connection(ep, dest, conn);
+	return ret == -FI_EAGAIN && may_wait ? 0 : ret;
+}
+
+NRMA_INLINE void nrma_tx_leave(struct nrma_ep *ep)
+{
+	pthread_mutex_unlock(ep->lock);
+}
+
 /*
  * Posts an application's transmit with post() once the connection to
  * dest is up, or, if it may wait, while it is being made; -FI_EAGAIN
- * when there is no room.  Inline in each call, with its post step: one
- * frame per operation.
+ * when there is no room.
  */
-NRMA_INLINE ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest,
-				   nrma_tx_post_fn post, const void *args,
-				   size_t len, bool may_wait)
+ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
+		       const void *args, size_t len, bool may_wait)
 {
-	struct nrma_conn *conn = NULL;
-	ssize_t ret;
+	struct nrma_conn *conn;
+	ssize_t ret = nrma_tx_enter(ep, dest, may_wait, &conn);
 
-	pthread_mutex_lock(ep->lock);
-	ret = nrma_tx_connection(ep, dest, &conn);
-	if (ret == -FI_EAGAIN && may_wait)
-		ret = 0;
 	if (!ret)
 		ret = post(ep, conn, args, len);
-	pthread_mutex_unlock(ep->lock);
+	nrma_tx_leave(ep);
 	return ret;
 }
 

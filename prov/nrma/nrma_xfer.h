@@ -586,6 +586,16 @@ typedef ssize_t (*nrma_tx_post_fn)(struct nrma_ep *ep, struct nrma_conn *conn,
 				   const void *args, size_t len);
 ssize_t nrma_tx_submit(struct nrma_ep *ep, fi_addr_t dest, nrma_tx_post_fn post,
 		       const void *args, size_t len, bool may_wait);
+/*
+ * nrma_tx_submit's two halves, for a path that calls its post step
+ * itself, so that the step inlines there (NRMA_INLINE needs a direct
+ * call): the connection to dest, with ep->lock taken whatever it returns
+ * (*conn NULL while the connection is being made and the transmit may
+ * wait for it); then the lock let go.
+ */
+int nrma_tx_enter(struct nrma_ep *ep, fi_addr_t dest, bool may_wait,
+		  struct nrma_conn **conn);
+void nrma_tx_leave(struct nrma_ep *ep);
 
 /*
  * A transmit held on its connection (nrma_tx_hold): its peer's key is
