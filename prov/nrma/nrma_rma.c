@@ -127,13 +127,15 @@ static NRMA_NOINLINE int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 	return n;
 }
 
-/* The data's request, and the notifications that follow it. */
-static void rma_wrs(struct nrma_wr_chain *chain, const struct nrma_conn *conn,
-		    const struct nrma_rma_args *a,
-		    const struct nrma_remote *remote,
-		    const struct nrma_remote *set, const struct nrma_sge *sge,
-		    size_t sge_count, bool wr_inline,
-		    const struct nrma_sge *scratch)
+/* The data's request, and the notifications that follow it (inline in
+ * each post: its arguments are the post's). */
+static NRMA_INLINE void rma_wrs(struct nrma_wr_chain *chain,
+				const struct nrma_conn *conn,
+				const struct nrma_rma_args *a,
+				const struct nrma_remote *remote,
+				const struct nrma_remote *set,
+				const struct nrma_sge *sge, size_t sge_count,
+				bool wr_inline, const struct nrma_sge *scratch)
 {
 	bool read = a->flags & FI_READ;
 
@@ -390,8 +392,10 @@ ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
  * A read or write of one segment no larger than an inject
  * (FI_OPT_INJECT_RMA_SIZE) or FI_OPT_MAX_RMA_SIZE needs no vector or size
  * checks; of its flags, only those nrma_rma refuses or holds send it there.
+ * Inline in the calls of nrma_ep_rma.c: one frame from fi_write's call.
  */
-ssize_t nrma_rma_small(struct nrma_ep *ep, const struct nrma_rma_args *a)
+NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
+				   const struct nrma_rma_args *a)
 {
 	struct nrma_conn *conn;
 	ssize_t ret;
