@@ -174,9 +174,6 @@ enum nrma_key_verdict nrma_proto_key_unseal(const void *buf, uint64_t key,
 	if (!key || s.mac != proto_key_mac(key, s.seq, w))
 		return NRMA_KEY_ABSENT;
 	memcpy(out, w, sizeof(*out));
-	/* No region wraps the address space: that slot is a peer's lie. */
-	if (out->len > UINT64_MAX - out->addr)
-		return NRMA_KEY_ABSENT;
 	return NRMA_KEY_VALID;
 }
 
@@ -184,10 +181,11 @@ int nrma_proto_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
 			       uint64_t addr, uint64_t len, uint32_t access,
 			       uint64_t *raddr)
 {
-	/* Below the region, an address wraps to an offset past its end. */
 	uint64_t offset = virt_addr ? addr - slot->addr : addr;
 
-	if ((access & ~slot->access) || offset > slot->len ||
+	/* No region wraps the address space: that slot is a peer's lie. */
+	if ((access & ~slot->access) || slot->len > UINT64_MAX - slot->addr ||
+	    (virt_addr && addr < slot->addr) || offset > slot->len ||
 	    len > slot->len - offset)
 		return -FI_EACCES;
 	*raddr = slot->addr + offset;

@@ -268,8 +268,8 @@ enum nrma_key_verdict nrma_proto_key_unseal(const void *buf, uint64_t key,
 /*
  * The remote address of len bytes at addr (an offset into the region, or
  * with virt_addr its virtual address) that need access, or -FI_EACCES
- * when the region does not cover them or allow it.  slot is one that
- * nrma_proto_key_unseal gave: it does not wrap the address space.
+ * when the region does not cover them or allow it (or cannot be: it
+ * wraps the address space).
  */
 int nrma_proto_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
 			       uint64_t addr, uint64_t len, uint32_t access,
