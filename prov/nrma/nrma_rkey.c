@@ -274,12 +274,13 @@ void nrma_rkey_notify_set_wr(struct nrma_wr_chain *chain, uint64_t add,
 /*
  * The notifications an operation owes the peer: one for the peer
  * endpoint's cell, one for its region's (cell_rkey); read picks their
- * word.
+ * word.  Inline in each post that builds its chain.
  */
-void nrma_rkey_notify_wrs(struct nrma_wr_chain *chain,
-			  const struct nrma_conn *conn, uint32_t cell_rkey,
-			  bool read, bool fence, uint64_t add,
-			  const struct nrma_sge *scratch)
+NRMA_INLINE void nrma_rkey_notify_wrs(struct nrma_wr_chain *chain,
+				      const struct nrma_conn *conn,
+				      uint32_t cell_rkey, bool read, bool fence,
+				      uint64_t add,
+				      const struct nrma_sge *scratch)
 {
 	uint64_t raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR;
 
