@@ -480,7 +480,7 @@ ssize_t nrma_send(struct nrma_ep *ep, const struct nrma_send_args *a)
 /*
  * A send of one buffer no larger than an inject or FI_OPT_MAX_MSG_SIZE
  * needs no vector or size checks; of its flags, only those nrma_send
- * refuses or holds send it there.  Inline in nrma_msg_submit_buf.
+ * refuses or holds send it there.  Inline in nrma_msg_send_buf.
  */
 NRMA_INLINE ssize_t nrma_send_buf(struct nrma_ep *ep,
 				  const struct nrma_send_args *a)
