@@ -116,12 +116,12 @@ static int atomic_post_light(struct nrma_ep *ep, struct nrma_conn *conn,
 			     const struct nrma_remote *remote,
 			     const struct nrma_remote *set, uint64_t flags)
 {
-	struct nrma_sge scratch = nrma_scratch_sge(ep->xfer);
+	const struct nrma_sge *scratch = nrma_scratch_sge(ep->xfer);
 	struct nrma_wr_chain chain;
 
 	if (!nrma_tx_room(ep->xfer))
 		return -FI_EAGAIN;
-	atomic_wrs(&chain, conn, a, remote, set, &scratch, &scratch, false);
+	atomic_wrs(&chain, conn, a, remote, set, scratch, scratch, false);
 	return nrma_op_post_light(conn, &chain, a->context, flags);
 }
 
@@ -136,7 +136,8 @@ static int atomic_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 {
 	bool fetch = a->kind != NRMA_ATOMIC_BASE;
 	struct nrma_xfer *x = ep->xfer;
-	struct nrma_sge scratch = nrma_scratch_sge(x), result = scratch;
+	const struct nrma_sge *scratch = nrma_scratch_sge(x);
+	struct nrma_sge result = *scratch;
 	struct nrma_wr_chain chain;
 	struct nrma_op *op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, fetch);
 	int ret;
@@ -152,7 +153,7 @@ static int atomic_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->iov_count = 1;
 		result = nrma_tx_buf_sge(x, op->buf, len);
 	}
-	atomic_wrs(&chain, conn, a, remote, set, &result, &scratch, fetch);
+	atomic_wrs(&chain, conn, a, remote, set, &result, scratch, fetch);
 	ret = nrma_op_post(op, &chain);
 	if (ret)
 		nrma_op_free(x, op);

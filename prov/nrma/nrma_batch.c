@@ -89,7 +89,7 @@ static void batch_hand_over(struct nrma_notify_batch *b, struct nrma_op *notify)
 static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer *x = ep->xfer;
-	struct nrma_sge scratch = nrma_scratch_sge(x);
+	const struct nrma_sge *scratch = nrma_scratch_sge(x);
 	struct nrma_wr_chain chain;
 	struct nrma_op *op;
 	int ret = -FI_EAGAIN;
@@ -98,7 +98,7 @@ static int batch_flush(struct nrma_ep *ep, struct nrma_conn *conn)
 		return 0;
 	op = nrma_op_alloc(x, NRMA_OP_NOTIFY, conn);
 	if (op) {
-		batch_wrs(&chain, conn, &scratch);
+		batch_wrs(&chain, conn, scratch);
 		ret = nrma_op_post(op, &chain);
 	}
 	if (ret == -FI_EAGAIN) {

@@ -293,7 +293,7 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 {
 	struct nrma_xfer_conn *xc = conn->xfer;
 	struct nrma_xfer *x = ep->xfer;
-	struct nrma_sge scratch = nrma_scratch_sge(x);
+	const struct nrma_sge *scratch = nrma_scratch_sge(x);
 	struct nrma_credit_rx *rx = xc->rx_credit;
 	uint64_t addr[] = { NRMA_CREDIT_MSG_ADDR, NRMA_CREDIT_CTL_ADDR };
 	uint64_t keys = atomic_load(&ep->domain->keys_changed) - xc->keys_told;
@@ -314,10 +314,10 @@ static void credit_tell(struct nrma_ep *ep, struct nrma_conn *conn)
 	for (int c = 0; c < NRMA_CREDIT_CLASSES; c++) {
 		back[c] = rx[c].granted - rx[c].told;
 		if (back[c])
-			credit_wr(&chain, &scratch, addr[c], conn, back[c]);
+			credit_wr(&chain, scratch, addr[c], conn, back[c]);
 	}
 	if (keys)
-		credit_wr(&chain, &scratch, NRMA_CREDIT_KEYS_ADDR, conn, keys);
+		credit_wr(&chain, scratch, NRMA_CREDIT_KEYS_ADDR, conn, keys);
 	if (nrma_op_post(op, &chain)) {
 		nrma_op_free(x, op);
 		credit_owe(ep, conn);

@@ -21,8 +21,6 @@
 #include "nrma_trigger.h"
 #include "nrma_xfer.h"
 
-#define NRMA_POLL_BATCH 16
-
 /* Work completions */
 
 /*
@@ -136,7 +134,7 @@ static int progress_budget(struct nrma_ep *ep)
 {
 	size_t room = nrma_comp_room(ep);
 
-	return room < NRMA_POLL_BATCH ? (int) room : NRMA_POLL_BATCH;
+	return room < NRMA_XFER_POLL_BATCH ? (int) room : NRMA_XFER_POLL_BATCH;
 }
 
 /* Work that waited for queue room, credits, a connection or a key. */
@@ -202,24 +200,23 @@ static void progress_watch_stalls(struct nrma_ep *ep)
 }
 
 /*
- * A disabled endpoint's device completes nothing more
- * (nrma_progress_disable).  Inline in nrma_progress_ep, the path of every
- * CQ and counter read.
+ * Whether progress has more to do than poll the device: work waits, or
+ * operations or transmits are out, whose stalls are watched.
  */
-static NRMA_INLINE int progress_poll(struct nrma_ep *ep,
-				     struct nrma_comp_reader *reader)
+static bool progress_busy(const struct nrma_xfer *x)
 {
-	struct nrma_wc wc[NRMA_POLL_BATCH];
-	struct nrma_comp_batch batch;
-	bool batched;
-	int budget, n;
+	return x->waiting || x->sends || nrma_token_any(&x->ops);
+}
 
-	if (!ep->enabled)
-		return 0;
-	nrma_verbs_ep_ack_events(ep->verbs);
-	budget = progress_budget(ep);
-	n = nrma_verbs_poll(ep->verbs, wc, budget);
-	batched = n > 0 && nrma_comp_batch_begin(ep, &batch, reader);
+/* What the poll brought (x->wc, n of them), and what it let go. */
+static NRMA_NOINLINE void progress_reaped(struct nrma_ep *ep,
+					  struct nrma_comp_reader *reader,
+					  int n, int budget)
+{
+	const struct nrma_wc *wc = ep->xfer->wc;
+	struct nrma_comp_batch batch;
+	bool batched = n > 0 && nrma_comp_batch_begin(ep, &batch, reader);
+
 	for (int i = 0; i < n; i++) {
 		if (wc[i].wr_id & NRMA_WR_RECV)
 			progress_recv_wc(ep, &wc[i]);
@@ -233,6 +230,28 @@ static NRMA_INLINE int progress_poll(struct nrma_ep *ep,
 	if (n < budget)
 		progress_watch_stalls(ep);
 	progress_retry(ep);
+}
+
+/*
+ * A disabled endpoint's device completes nothing more
+ * (nrma_progress_disable).  Inline in nrma_progress_ep_read, the path of
+ * every CQ and counter read: a poll that finds nothing on an idle
+ * endpoint goes no further.  The completions land in the endpoint's own
+ * array, not on this frame's stack: ep->lock is held, and a frame that
+ * needs none keeps the empty read short.
+ */
+static NRMA_INLINE int progress_poll(struct nrma_ep *ep,
+				     struct nrma_comp_reader *reader)
+{
+	int budget, n;
+
+	if (!ep->enabled)
+		return 0;
+	nrma_verbs_ep_ack_events(ep->verbs);
+	budget = progress_budget(ep);
+	n = nrma_verbs_poll(ep->verbs, ep->xfer->wc, budget);
+	if (n || progress_busy(ep->xfer))
+		progress_reaped(ep, reader, n, budget);
 	return n > 0 ? n : 0;
 }
 

@@ -248,13 +248,12 @@ static NRMA_INLINE int rma_post_light(struct nrma_ep *ep,
 				      bool wr_inline,
 				      const struct rma_target *t)
 {
-	struct nrma_sge scratch = nrma_scratch_sge(ep->xfer);
 	struct nrma_wr_chain chain;
 
 	if (!nrma_tx_room(ep->xfer))
 		return -FI_EAGAIN;
 	rma_wrs(&chain, conn, a, &t->remote, &t->set, sge, sge_count, wr_inline,
-		&scratch);
+		nrma_scratch_sge(ep->xfer));
 	return nrma_op_post_light(conn, &chain, a->context, t->flags);
 }
 
@@ -264,7 +263,7 @@ static NRMA_NOINLINE int rma_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 				     const struct rma_target *t, int batched)
 {
 	struct nrma_xfer *x = ep->xfer;
-	struct nrma_sge sge[NRMA_IOV_LIMIT], scratch = nrma_scratch_sge(x);
+	struct nrma_sge sge[NRMA_IOV_LIMIT];
 	struct nrma_wr_chain chain;
 	struct nrma_op *op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
 	bool wr_inline = rma_inline(conn, a, len);
@@ -279,7 +278,7 @@ static NRMA_NOINLINE int rma_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 			rma_local(ep, op, a, sge);
 	if (n >= 0) {
 		rma_wrs(&chain, conn, a, &t->remote, &t->set, sge, n, wr_inline,
-			&scratch);
+			nrma_scratch_sge(x));
 		/* A batched write goes alone: the batch's atomics follow. */
 		if (batched)
 			chain.count = 1;

@@ -351,6 +351,9 @@ struct nrma_pending_ack {
 	bool failed; /* a NACK */
 };
 
+/* The most device completions one poll reaps. */
+#define NRMA_XFER_POLL_BATCH 16
+
 struct nrma_xfer {
 	/* Remote addresses are virtual ones (FI_MR_VIRT_ADDR), not offsets. */
 	bool virt_addr;
@@ -408,6 +411,9 @@ struct nrma_xfer {
 	/* Something was queued on one of the lists nrma_xfer_waiting looks
 	 * at since progress last found them all empty. */
 	bool waiting;
+	/* What one poll of the device reaps (nrma_progress.c), under
+	 * ep->lock: progress is never re-entered for an endpoint. */
+	struct nrma_wc wc[NRMA_XFER_POLL_BATCH];
 };
 
 /*
@@ -545,10 +551,13 @@ ssize_t nrma_tx_refuse(struct nrma_ep *ep, void *context, uint64_t flags);
 struct nrma_sge nrma_tx_buf_sge(const struct nrma_xfer *x, int64_t buf,
 				size_t len);
 
-/* Where atomics whose old value nobody wants fetch it to. */
-static inline struct nrma_sge nrma_scratch_sge(const struct nrma_xfer *x)
+/*
+ * Where atomics whose old value nobody wants fetch it to: the x's own
+ * entry, which the device reads as each is posted.
+ */
+static inline const struct nrma_sge *nrma_scratch_sge(const struct nrma_xfer *x)
 {
-	return x->scratch_sge;
+	return &x->scratch_sge;
 }
 
 /*
