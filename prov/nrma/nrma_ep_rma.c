@@ -91,10 +91,16 @@ static ssize_t ep_rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 			  context);
 }
 
-/* fi_read and fi_write: one buffer. */
-static ssize_t ep_rma_buf(struct fid_ep *ep_fid, void *buf, size_t len,
-			  void *desc, fi_addr_t peer, uint64_t addr,
-			  uint64_t key, void *context, uint64_t flags)
+/*
+ * fi_read and fi_write off the light path: flags has the endpoint's
+ * op_flags.  Out of line, so that the light path's frame holds no
+ * argument record.
+ */
+static NRMA_NOINLINE ssize_t ep_rma_buf_args(struct fid_ep *ep_fid, void *buf,
+					     size_t len, void *desc,
+					     fi_addr_t peer, uint64_t addr,
+					     uint64_t key, void *context,
+					     uint64_t flags)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	struct nrma_rma_args a = {
@@ -106,10 +112,28 @@ static ssize_t ep_rma_buf(struct fid_ep *ep_fid, void *buf, size_t len,
 		.len = len,
 		.key = key,
 		.context = context,
-		.flags = nrma_path_of(ep_fid)->tx_op_flags | flags,
+		.flags = flags,
 	};
 
 	return ep_rma_small(ep_fid, &a);
+}
+
+/* fi_read and fi_write: one buffer.  Inline in each, where flags is
+ * known. */
+static NRMA_INLINE ssize_t ep_rma_buf(struct fid_ep *ep_fid, void *buf, size_t len,
+			  void *desc, fi_addr_t peer, uint64_t addr,
+			  uint64_t key, void *context, uint64_t flags)
+{
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
+	ssize_t ret;
+
+	flags |= nrma_path_of(ep_fid)->tx_op_flags;
+	ret = nrma_rma_light(ep, buf, len, desc, peer, addr, key, context,
+			     flags);
+	if (ret == NRMA_RMA_NOT_LIGHT)
+		return ep_rma_buf_args(ep_fid, buf, len, desc, peer, addr, key,
+				       context, flags);
+	return NRMA_EP_POST(ep, ret);
 }
 
 static ssize_t ep_rma_read(struct fid_ep *ep_fid, void *buf, size_t len,

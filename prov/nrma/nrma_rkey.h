@@ -23,6 +23,13 @@ struct nrma_remote {
 int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		     uint64_t addr, uint64_t len, uint32_t access,
 		     struct nrma_remote *remote);
+/*
+ * nrma_rkey_target for a key among the last ones conn used, known and
+ * current; 1 for any other, with nothing asked of the peer.
+ */
+int nrma_rkey_target_known(struct nrma_ep *ep, struct nrma_conn *conn,
+			   uint64_t key, uint64_t addr, uint64_t len,
+			   uint32_t access, struct nrma_remote *remote);
 /* nrma_rkey_target for the word that notify names in its set. */
 int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
 			    const struct fi_nrma_notify *notify,

@@ -127,8 +127,27 @@ static NRMA_NOINLINE int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 	return n;
 }
 
-/* The data's request, and the notifications that follow it (inline in
- * each post: its arguments are the post's). */
+/* The data's request, and the notifications of its key that follow it. */
+static NRMA_INLINE void rma_data_wrs(struct nrma_wr_chain *chain,
+				     const struct nrma_conn *conn,
+				     enum nrma_wr_op op,
+				     const struct nrma_remote *remote,
+				     const struct nrma_sge *sge,
+				     size_t sge_count, uint32_t imm,
+				     unsigned wr_flags,
+				     const struct nrma_sge *scratch)
+{
+	bool read = op == NRMA_WR_READ;
+
+	nrma_wr_chain_init(chain);
+	nrma_wr_rdma(chain, op, sge, sge_count, remote->addr, remote->rkey,
+		     imm, wr_flags);
+	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey, read, read, 1,
+			     scratch);
+}
+
+/* Any operation's whole chain (inline in each post: its arguments are the
+ * post's). */
 static NRMA_INLINE void rma_wrs(struct nrma_wr_chain *chain,
 				const struct nrma_conn *conn,
 				const struct nrma_rma_args *a,
@@ -139,17 +158,14 @@ static NRMA_INLINE void rma_wrs(struct nrma_wr_chain *chain,
 {
 	bool read = a->flags & FI_READ;
 
-	nrma_wr_chain_init(chain);
-	nrma_wr_rdma(chain,
+	rma_data_wrs(chain, conn,
 		     read			  ? NRMA_WR_READ :
 		     a->flags & FI_REMOTE_CQ_DATA ? NRMA_WR_WRITE_IMM :
 						    NRMA_WR_WRITE,
-		     sge, sge_count, remote->addr, remote->rkey,
-		     (uint32_t) a->data,
+		     remote, sge, sge_count, (uint32_t) a->data,
 		     (a->flags & FI_FENCE ? NRMA_WR_FLAG_FENCE : 0) |
-			     (wr_inline ? NRMA_WR_FLAG_INLINE : 0));
-	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey, read, read, 1,
-			     scratch);
+			     (wr_inline ? NRMA_WR_FLAG_INLINE : 0),
+		     scratch);
 	if (a->notify)
 		nrma_rkey_notify_set_wr(chain, nrma_notify_set_add(a->notify),
 					set, scratch, read);
@@ -407,6 +423,90 @@ NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
 	ret = nrma_tx_enter(ep, a->dest, false, &conn);
 	if (!ret)
 		ret = rma_post(ep, conn, a, a->len);
+	nrma_tx_leave(ep);
+	return ret;
+}
+
+/*
+ * The light path (nrma_rma_light)
+ *
+ * A read or write of one buffer with no flag that changes its chain, a
+ * payload the device takes as it is, and a key among the last used: the
+ * most common case, which needs none of rma_post's other cases, nor the
+ * argument record they read.  Anything else goes there before it posts.
+ */
+#define RMA_LIGHT_OFF                                                       \
+	(FI_TRIGGER | FI_COMMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE | \
+	 FI_INJECT | FI_REMOTE_CQ_DATA)
+
+/* The payload inline, or in the caller's registration (rma_local_direct). */
+static NRMA_INLINE bool rma_light_local(const struct nrma_conn *conn, bool read,
+					void *buf, size_t len,
+					const struct nrma_mr *desc,
+					struct nrma_sge *sge,
+					unsigned *wr_flags)
+{
+	*sge = (struct nrma_sge){
+		.addr = (uintptr_t) buf,
+		.len = (uint32_t) len,
+	};
+	*wr_flags = !read && len <= conn->max_inline ? NRMA_WR_FLAG_INLINE : 0;
+	if (*wr_flags)
+		return true;
+	if (!nrma_op_desc_allows(desc, read ? FI_READ : FI_WRITE))
+		return false;
+	sge->lkey = nrma_verbs_mr_lkey(desc->verbs);
+	return true;
+}
+
+/* With ep->lock held.  What waits on the connection goes first. */
+static NRMA_INLINE ssize_t rma_light_post(struct nrma_ep *ep,
+					  struct nrma_conn *conn, void *buf,
+					  size_t len, void *desc, uint64_t addr,
+					  uint64_t key, void *context,
+					  uint64_t flags)
+{
+	bool read = flags & FI_READ;
+	struct nrma_remote remote;
+	struct nrma_wr_chain chain;
+	struct nrma_sge sge;
+	unsigned wr_flags;
+	int ret;
+
+	if (nrma_tx_held_waits(conn) || (!read && nrma_batch_enabled()) ||
+	    !nrma_op_light_fits(conn) || !nrma_tx_room(ep->xfer) ||
+	    !rma_light_local(conn, read, buf, len, desc, &sge, &wr_flags) ||
+	    nrma_rkey_target_known(ep, conn, key, addr, len,
+				   read ? NRMA_KEY_REMOTE_READ :
+					  NRMA_KEY_REMOTE_WRITE,
+				   &remote))
+		return NRMA_RMA_NOT_LIGHT;
+	rma_data_wrs(&chain, conn, read ? NRMA_WR_READ : NRMA_WR_WRITE, &remote,
+		     &sge, 1, 0, wr_flags, nrma_scratch_sge(ep->xfer));
+	ret = nrma_op_post_light(conn, &chain, context,
+				 FI_RMA | (flags & (FI_READ | FI_WRITE)) |
+					 nrma_tx_comp_flags(ep, flags, false));
+	if (!ret)
+		nrma_tx_started(ep->xfer);
+	return ret;
+}
+
+/* Inline in fi_read's and fi_write's calls (nrma_ep_rma.c): one frame. */
+NRMA_INLINE ssize_t nrma_rma_light(struct nrma_ep *ep, void *buf, size_t len,
+				   void *desc, fi_addr_t dest, uint64_t addr,
+				   uint64_t key, void *context, uint64_t flags)
+{
+	struct nrma_conn *conn;
+	ssize_t ret;
+
+	if ((flags & RMA_LIGHT_OFF) || !len ||
+	    len > ep->inject_size[NRMA_XFER_RMA] ||
+	    len > ep->max_size[NRMA_XFER_RMA])
+		return NRMA_RMA_NOT_LIGHT;
+	ret = nrma_tx_enter(ep, dest, false, &conn);
+	if (!ret)
+		ret = rma_light_post(ep, conn, buf, len, desc, addr, key,
+				     context, flags);
 	nrma_tx_leave(ep);
 	return ret;
 }
