@@ -790,14 +790,27 @@ ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *args);
 /* nrma_rma of one segment, cheaper when it is small. */
 ssize_t nrma_rma_small(struct nrma_ep *ep, const struct nrma_rma_args *args);
 /*
- * fi_read or fi_write (flags: FI_READ or FI_WRITE, and the endpoint's
- * op_flags) in the common case, without an argument record; or, before it
- * posts anything, NRMA_RMA_NOT_LIGHT: the caller goes to nrma_rma_small.
+ * A read or write of one buffer, as the calls with one (fi_read, fi_write,
+ * fi_readmsg and fi_writemsg of one segment, notified or not) hand it in.
+ */
+struct nrma_rma_buf {
+	void *buf;
+	size_t len; /* the remote segment's too */
+	void *desc;
+	fi_addr_t dest;
+	uint64_t addr;
+	uint64_t key;
+	void *context;
+	uint64_t flags; /* FI_READ or FI_WRITE, and op flags */
+	const struct fi_nrma_notify *notify;
+};
+
+/*
+ * nrma_rma in the common case, without an argument record; or, before it
+ * posts anything, NRMA_RMA_NOT_LIGHT: the caller goes to nrma_rma.
  */
 #define NRMA_RMA_NOT_LIGHT 1
-ssize_t nrma_rma_light(struct nrma_ep *ep, void *buf, size_t len, void *desc,
-		       fi_addr_t dest, uint64_t addr, uint64_t key,
-		       void *context, uint64_t flags);
+ssize_t nrma_rma_light(struct nrma_ep *ep, const struct nrma_rma_buf *b);
 /* Called with ep->lock held. */
 ssize_t nrma_recv_cancel(struct nrma_ep *ep, void *context);
 /* fi_cancel of a held triggered operation (nrma_trigger.c), as above. */

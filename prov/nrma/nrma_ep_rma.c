@@ -27,8 +27,19 @@ static ssize_t ep_rma_small(struct fid_ep *ep_fid,
 	return NRMA_EP_POST(ep, nrma_rma_small(ep, a));
 }
 
-static ssize_t ep_rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
-			  const struct fi_nrma_notify *notify, uint64_t flags)
+/* The light path's result, or, when it does not take the operation, the
+ * generic path's (nrma_rma_light). */
+#define EP_RMA_LIGHT_OR(ep, b, call)                              \
+	({                                                        \
+		ssize_t light_ = nrma_rma_light(ep, b);           \
+		light_ == NRMA_RMA_NOT_LIGHT ? (call) :           \
+					       NRMA_EP_POST(ep, light_); \
+	})
+
+static NRMA_NOINLINE ssize_t ep_rma_msg_args(struct fid_ep *ep_fid,
+					     const struct fi_msg_rma *msg,
+					     const struct fi_nrma_notify *notify,
+					     uint64_t flags)
 {
 	struct nrma_rma_args a = {
 		.iov = msg->msg_iov,
@@ -48,6 +59,33 @@ static ssize_t ep_rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 	a.len = msg->rma_iov[0].len;
 	a.key = msg->rma_iov[0].key;
 	return ep_rma_submit(ep_fid, &a);
+}
+
+/* fi_readmsg and fi_writemsg, notified or not: one buffer goes light. */
+static NRMA_INLINE ssize_t ep_rma_msg(struct fid_ep *ep_fid,
+				      const struct fi_msg_rma *msg,
+				      const struct fi_nrma_notify *notify,
+				      uint64_t flags)
+{
+	struct nrma_ep *ep = nrma_ep_of(ep_fid);
+	struct nrma_rma_buf b;
+
+	if (msg->iov_count != 1 || !msg->msg_iov || msg->rma_iov_count != 1 ||
+	    !msg->rma_iov || msg->msg_iov[0].iov_len != msg->rma_iov[0].len)
+		return ep_rma_msg_args(ep_fid, msg, notify, flags);
+	b = (struct nrma_rma_buf){
+		.buf = msg->msg_iov[0].iov_base,
+		.len = msg->rma_iov[0].len,
+		.desc = msg->desc ? msg->desc[0] : NULL,
+		.dest = msg->addr,
+		.addr = msg->rma_iov[0].addr,
+		.key = msg->rma_iov[0].key,
+		.context = msg->context,
+		.flags = flags,
+		.notify = notify,
+	};
+	return EP_RMA_LIGHT_OR(ep, &b,
+			       ep_rma_msg_args(ep_fid, msg, notify, flags));
 }
 
 static ssize_t ep_rma_readmsg(struct fid_ep *ep_fid,
@@ -93,8 +131,8 @@ static ssize_t ep_rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 
 /*
  * fi_read and fi_write off the light path: flags has the endpoint's
- * op_flags.  Out of line, so that the light path's frame holds no
- * argument record.
+ * op_flags.  Out of line, as ep_rma_msg_args: the light path's frame
+ * holds no argument record.
  */
 static NRMA_NOINLINE ssize_t ep_rma_buf_args(struct fid_ep *ep_fid, void *buf,
 					     size_t len, void *desc,
@@ -124,16 +162,20 @@ static NRMA_INLINE ssize_t ep_rma_buf(struct fid_ep *ep_fid, void *buf, size_t l
 			  void *desc, fi_addr_t peer, uint64_t addr,
 			  uint64_t key, void *context, uint64_t flags)
 {
-	struct nrma_ep *ep = nrma_ep_of(ep_fid);
-	ssize_t ret;
+	struct nrma_rma_buf b = {
+		.buf = buf,
+		.len = len,
+		.desc = desc,
+		.dest = peer,
+		.addr = addr,
+		.key = key,
+		.context = context,
+		.flags = nrma_path_of(ep_fid)->tx_op_flags | flags,
+	};
 
-	flags |= nrma_path_of(ep_fid)->tx_op_flags;
-	ret = nrma_rma_light(ep, buf, len, desc, peer, addr, key, context,
-			     flags);
-	if (ret == NRMA_RMA_NOT_LIGHT)
-		return ep_rma_buf_args(ep_fid, buf, len, desc, peer, addr, key,
-				       context, flags);
-	return NRMA_EP_POST(ep, ret);
+	return EP_RMA_LIGHT_OR(nrma_ep_of(ep_fid), &b,
+			       ep_rma_buf_args(ep_fid, buf, len, desc, peer,
+					       addr, key, context, b.flags));
 }
 
 static ssize_t ep_rma_read(struct fid_ep *ep_fid, void *buf, size_t len,

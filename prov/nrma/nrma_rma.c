@@ -431,7 +431,7 @@ NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
  * The light path (nrma_rma_light)
  *
  * A read or write of one buffer with no flag that changes its chain, a
- * payload the device takes as it is, and a key among the last used: the
+ * payload the device takes as it is, and keys among the last used: the
  * most common case, which needs none of rma_post's other cases, nor the
  * argument record they read.  Anything else goes there before it posts.
  */
@@ -440,17 +440,19 @@ NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
 	 FI_INJECT | FI_REMOTE_CQ_DATA)
 
 /* The payload inline, or in the caller's registration (rma_local_direct). */
-static NRMA_INLINE bool rma_light_local(const struct nrma_conn *conn, bool read,
-					void *buf, size_t len,
-					const struct nrma_mr *desc,
+static NRMA_INLINE bool rma_light_local(const struct nrma_conn *conn,
+					const struct nrma_rma_buf *b, bool read,
 					struct nrma_sge *sge,
 					unsigned *wr_flags)
 {
+	const struct nrma_mr *desc = b->desc;
+
 	*sge = (struct nrma_sge){
-		.addr = (uintptr_t) buf,
-		.len = (uint32_t) len,
+		.addr = (uintptr_t) b->buf,
+		.len = (uint32_t) b->len,
 	};
-	*wr_flags = !read && len <= conn->max_inline ? NRMA_WR_FLAG_INLINE : 0;
+	*wr_flags = !read && b->len <= conn->max_inline ? NRMA_WR_FLAG_INLINE :
+							  0;
 	if (*wr_flags)
 		return true;
 	if (!nrma_op_desc_allows(desc, read ? FI_READ : FI_WRITE))
@@ -459,15 +461,33 @@ static NRMA_INLINE bool rma_light_local(const struct nrma_conn *conn, bool read,
 	return true;
 }
 
+/* Where the data and the set's word go, if keys known say so now. */
+static NRMA_INLINE bool rma_light_target(struct nrma_ep *ep,
+					 struct nrma_conn *conn,
+					 const struct nrma_rma_buf *b, bool read,
+					 struct nrma_remote *remote,
+					 struct nrma_remote *set)
+{
+	if (nrma_rkey_target_known(ep, conn, b->key, b->addr, b->len,
+				   read ? NRMA_KEY_REMOTE_READ :
+					  NRMA_KEY_REMOTE_WRITE,
+				   remote))
+		return false;
+	return !b->notify ||
+	       !nrma_rkey_target_known(
+		       ep, conn, b->notify->set.key,
+		       b->notify->index * sizeof(uint64_t), sizeof(uint64_t),
+		       NRMA_KEY_REMOTE_NOTIFY, set);
+}
+
 /* With ep->lock held.  What waits on the connection goes first. */
 static NRMA_INLINE ssize_t rma_light_post(struct nrma_ep *ep,
-					  struct nrma_conn *conn, void *buf,
-					  size_t len, void *desc, uint64_t addr,
-					  uint64_t key, void *context,
-					  uint64_t flags)
+					  struct nrma_conn *conn,
+					  const struct nrma_rma_buf *b)
 {
-	bool read = flags & FI_READ;
-	struct nrma_remote remote;
+	bool read = b->flags & FI_READ;
+	const struct nrma_sge *scratch = nrma_scratch_sge(ep->xfer);
+	struct nrma_remote remote, set;
 	struct nrma_wr_chain chain;
 	struct nrma_sge sge;
 	unsigned wr_flags;
@@ -475,38 +495,37 @@ static NRMA_INLINE ssize_t rma_light_post(struct nrma_ep *ep,
 
 	if (nrma_tx_held_waits(conn) || (!read && nrma_batch_enabled()) ||
 	    !nrma_op_light_fits(conn) || !nrma_tx_room(ep->xfer) ||
-	    !rma_light_local(conn, read, buf, len, desc, &sge, &wr_flags) ||
-	    nrma_rkey_target_known(ep, conn, key, addr, len,
-				   read ? NRMA_KEY_REMOTE_READ :
-					  NRMA_KEY_REMOTE_WRITE,
-				   &remote))
+	    !rma_light_local(conn, b, read, &sge, &wr_flags) ||
+	    !rma_light_target(ep, conn, b, read, &remote, &set))
 		return NRMA_RMA_NOT_LIGHT;
 	rma_data_wrs(&chain, conn, read ? NRMA_WR_READ : NRMA_WR_WRITE, &remote,
-		     &sge, 1, 0, wr_flags, nrma_scratch_sge(ep->xfer));
-	ret = nrma_op_post_light(conn, &chain, context,
-				 FI_RMA | (flags & (FI_READ | FI_WRITE)) |
-					 nrma_tx_comp_flags(ep, flags, false));
+		     &sge, 1, 0, wr_flags, scratch);
+	if (b->notify)
+		nrma_rkey_notify_set_wr(&chain, nrma_notify_set_add(b->notify),
+					&set, scratch, read);
+	ret = nrma_op_post_light(conn, &chain, b->context,
+				 FI_RMA | (b->flags & (FI_READ | FI_WRITE)) |
+					 nrma_tx_comp_flags(ep, b->flags,
+							    false));
 	if (!ret)
 		nrma_tx_started(ep->xfer);
 	return ret;
 }
 
-/* Inline in fi_read's and fi_write's calls (nrma_ep_rma.c): one frame. */
-NRMA_INLINE ssize_t nrma_rma_light(struct nrma_ep *ep, void *buf, size_t len,
-				   void *desc, fi_addr_t dest, uint64_t addr,
-				   uint64_t key, void *context, uint64_t flags)
+/* Inline in the calls of nrma_ep_rma.c: one frame from fi_write's call. */
+NRMA_INLINE ssize_t nrma_rma_light(struct nrma_ep *ep,
+				   const struct nrma_rma_buf *b)
 {
 	struct nrma_conn *conn;
 	ssize_t ret;
 
-	if ((flags & RMA_LIGHT_OFF) || !len ||
-	    len > ep->inject_size[NRMA_XFER_RMA] ||
-	    len > ep->max_size[NRMA_XFER_RMA])
+	if ((b->flags & RMA_LIGHT_OFF) || !b->len ||
+	    b->len > ep->inject_size[NRMA_XFER_RMA] ||
+	    b->len > ep->max_size[NRMA_XFER_RMA])
 		return NRMA_RMA_NOT_LIGHT;
-	ret = nrma_tx_enter(ep, dest, false, &conn);
+	ret = nrma_tx_enter(ep, b->dest, false, &conn);
 	if (!ret)
-		ret = rma_light_post(ep, conn, buf, len, desc, addr, key,
-				     context, flags);
+		ret = rma_light_post(ep, conn, b);
 	nrma_tx_leave(ep);
 	return ret;
 }
