@@ -29,17 +29,16 @@ static ssize_t ep_rma_small(struct fid_ep *ep_fid,
 
 /* The light path's result, or, when it does not take the operation, the
  * generic path's (nrma_rma_light). */
-#define EP_RMA_LIGHT_OR(ep, b, call)                              \
-	({                                                        \
-		ssize_t light_ = nrma_rma_light(ep, b);           \
-		light_ == NRMA_RMA_NOT_LIGHT ? (call) :           \
+#define EP_RMA_LIGHT_OR(ep, b, call)                                     \
+	({                                                               \
+		ssize_t light_ = nrma_rma_light(ep, b);                  \
+		light_ == NRMA_RMA_NOT_LIGHT ? (call) :                  \
 					       NRMA_EP_POST(ep, light_); \
 	})
 
-static NRMA_NOINLINE ssize_t ep_rma_msg_args(struct fid_ep *ep_fid,
-					     const struct fi_msg_rma *msg,
-					     const struct fi_nrma_notify *notify,
-					     uint64_t flags)
+static NRMA_NOINLINE ssize_t
+ep_rma_msg_args(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
+		const struct fi_nrma_notify *notify, uint64_t flags)
 {
 	struct nrma_rma_args a = {
 		.iov = msg->msg_iov,
@@ -158,9 +157,10 @@ static NRMA_NOINLINE ssize_t ep_rma_buf_args(struct fid_ep *ep_fid, void *buf,
 
 /* fi_read and fi_write: one buffer.  Inline in each, where flags is
  * known. */
-static NRMA_INLINE ssize_t ep_rma_buf(struct fid_ep *ep_fid, void *buf, size_t len,
-			  void *desc, fi_addr_t peer, uint64_t addr,
-			  uint64_t key, void *context, uint64_t flags)
+static NRMA_INLINE ssize_t ep_rma_buf(struct fid_ep *ep_fid, void *buf,
+				      size_t len, void *desc, fi_addr_t peer,
+				      uint64_t addr, uint64_t key,
+				      void *context, uint64_t flags)
 {
 	struct nrma_rma_buf b = {
 		.buf = buf,

@@ -128,20 +128,17 @@ static NRMA_NOINLINE int rma_local(struct nrma_ep *ep, struct nrma_op *op,
 }
 
 /* The data's request, and the notifications of its key that follow it. */
-static NRMA_INLINE void rma_data_wrs(struct nrma_wr_chain *chain,
-				     const struct nrma_conn *conn,
-				     enum nrma_wr_op op,
-				     const struct nrma_remote *remote,
-				     const struct nrma_sge *sge,
-				     size_t sge_count, uint32_t imm,
-				     unsigned wr_flags,
-				     const struct nrma_sge *scratch)
+static NRMA_INLINE void rma_data_wrs(
+	struct nrma_wr_chain *chain, const struct nrma_conn *conn,
+	enum nrma_wr_op op, const struct nrma_remote *remote,
+	const struct nrma_sge *sge, size_t sge_count, uint32_t imm,
+	unsigned wr_flags, const struct nrma_sge *scratch)
 {
 	bool read = op == NRMA_WR_READ;
 
 	nrma_wr_chain_init(chain);
-	nrma_wr_rdma(chain, op, sge, sge_count, remote->addr, remote->rkey,
-		     imm, wr_flags);
+	nrma_wr_rdma(chain, op, sge, sge_count, remote->addr, remote->rkey, imm,
+		     wr_flags);
 	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey, read, read, 1,
 			     scratch);
 }
@@ -435,7 +432,7 @@ NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
  * most common case, which needs none of rma_post's other cases, nor the
  * argument record they read.  Anything else goes there before it posts.
  */
-#define RMA_LIGHT_OFF                                                       \
+#define RMA_LIGHT_OFF                                                        \
 	(FI_TRIGGER | FI_COMMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE | \
 	 FI_INJECT | FI_REMOTE_CQ_DATA)
 
@@ -464,8 +461,8 @@ static NRMA_INLINE bool rma_light_local(const struct nrma_conn *conn,
 /* Where the data and the set's word go, if keys known say so now. */
 static NRMA_INLINE bool rma_light_target(struct nrma_ep *ep,
 					 struct nrma_conn *conn,
-					 const struct nrma_rma_buf *b, bool read,
-					 struct nrma_remote *remote,
+					 const struct nrma_rma_buf *b,
+					 bool read, struct nrma_remote *remote,
 					 struct nrma_remote *set)
 {
 	if (nrma_rkey_target_known(ep, conn, b->key, b->addr, b->len,
@@ -474,10 +471,10 @@ static NRMA_INLINE bool rma_light_target(struct nrma_ep *ep,
 				   remote))
 		return false;
 	return !b->notify ||
-	       !nrma_rkey_target_known(
-		       ep, conn, b->notify->set.key,
-		       b->notify->index * sizeof(uint64_t), sizeof(uint64_t),
-		       NRMA_KEY_REMOTE_NOTIFY, set);
+	       !nrma_rkey_target_known(ep, conn, b->notify->set.key,
+				       b->notify->index * sizeof(uint64_t),
+				       sizeof(uint64_t), NRMA_KEY_REMOTE_NOTIFY,
+				       set);
 }
 
 /* With ep->lock held.  What waits on the connection goes first. */
@@ -503,10 +500,10 @@ static NRMA_INLINE ssize_t rma_light_post(struct nrma_ep *ep,
 	if (b->notify)
 		nrma_rkey_notify_set_wr(&chain, nrma_notify_set_add(b->notify),
 					&set, scratch, read);
-	ret = nrma_op_post_light(conn, &chain, b->context,
-				 FI_RMA | (b->flags & (FI_READ | FI_WRITE)) |
-					 nrma_tx_comp_flags(ep, b->flags,
-							    false));
+	ret = nrma_op_post_light(
+		conn, &chain, b->context,
+		FI_RMA | (b->flags & (FI_READ | FI_WRITE)) |
+			nrma_tx_comp_flags(ep, b->flags, false));
 	if (!ret)
 		nrma_tx_started(ep->xfer);
 	return ret;

@@ -21,6 +21,10 @@
  *  5. A window of writes with a fresh key, then writes with a known key
  *     behind them: each ends in exactly one completion, and each word
  *     holds its write.
+ *  6. A write and a read with a known key that run past its region's
+ *     end end in FI_EACCES error entries before they reach the device
+ *     (the light path leaves them to the generic one, which refuses
+ *     them); the connection stays up, and a write behind them lands.
  */
 #include <rdma/fi_atomic.h>
 
@@ -49,6 +53,7 @@ enum {
 	W_SUM,
 	W_REFUSED,
 	W_BEHIND,
+	W_PAST_BEHIND,
 	W_BURST = 16, /* 2 * KH_BURST words */
 };
 
@@ -66,6 +71,12 @@ static void target_check(const uint64_t *buf)
 	for (int i = 0; i < 2 * KH_BURST; i++)
 		EXPECT(buf[W_BURST + i] == stamp(100 + i),
 		       "burst write %d: 0x%" PRIx64, i, buf[W_BURST + i]);
+	EXPECT(buf[KH_WORDS - 1] == 0,
+	       "the last word, under the refused write: 0x%" PRIx64,
+	       buf[KH_WORDS - 1]);
+	EXPECT(buf[W_PAST_BEHIND] == stamp(34),
+	       "the write behind the refused ones: 0x%" PRIx64,
+	       buf[W_PAST_BEHIND]);
 }
 
 static void target(void)
@@ -117,6 +128,15 @@ static void wait_ok(struct rt_node *n, void *ctx, uint64_t flags,
 	struct itest_comp c = rt_cq_wait(n->tx, "%s", what);
 
 	RT_EXPECT_COMP(c, ctx, flags, 0, "%s", what);
+}
+
+/* The error entry of a refused operation. */
+static void wait_refused(struct rt_node *n, void *ctx, const char *what)
+{
+	struct fi_cq_err_entry e = rt_cq_wait_err(n->tx, "%s", what);
+
+	EXPECT(e.err == FI_EACCES && e.op_context == ctx,
+	       "%s: err %d, context %p", what, e.err, e.op_context);
 }
 
 /* Step 1: an injected write held, a write behind it, a read behind one. */
@@ -189,7 +209,6 @@ static void kh_refused(struct rt_node *n, const struct keymsg *km)
 {
 	const struct rt_rkey *warm = &km->k[KH_WARM];
 	uint64_t refused = stamp(30), behind = stamp(31);
-	struct fi_cq_err_entry e;
 
 	RT_POST(fi_write(n->ep, &refused, 8, NULL, n->peer,
 			 word_addr(warm, W_REFUSED), warm->key + (1ULL << 32),
@@ -198,10 +217,31 @@ static void kh_refused(struct rt_node *n, const struct keymsg *km)
 	RT_POST(fi_write(n->ep, &behind, 8, NULL, n->peer,
 			 word_addr(warm, W_BEHIND), warm->key, &behind),
 		"a write behind it");
-	e = rt_cq_wait_err(n->tx, "the refused write's error entry");
-	EXPECT(e.err == FI_EACCES && e.op_context == &refused,
-	       "the refused write: err %d, context %p", e.err, e.op_context);
+	wait_refused(n, &refused, "the refused write");
 	wait_ok(n, &behind, FI_RMA | FI_WRITE, "the write behind the refusal");
+}
+
+/* Step 6: a known key, past its region's end. */
+static void kh_past_end(struct rt_node *n, const struct keymsg *km)
+{
+	const struct rt_rkey *warm = &km->k[KH_WARM];
+	uint64_t last = word_addr(warm, KH_WORDS - 1);
+	uint64_t past[2] = { stamp(32), stamp(32) }, got[2] = { 0, 0 };
+	uint64_t behind = stamp(34);
+
+	RT_POST(fi_write(n->ep, past, sizeof(past), NULL, n->peer, last,
+			 warm->key, past),
+		"a write with a known key past its region's end");
+	wait_refused(n, past, "the write past the end");
+	RT_POST(fi_read(n->ep, got, sizeof(got), NULL, n->peer, last, warm->key,
+			got),
+		"a read with a known key past its region's end");
+	wait_refused(n, got, "the read past the end");
+	EXPECT(got[0] == 0 && got[1] == 0, "the refused read landed data");
+	RT_POST(fi_write(n->ep, &behind, 8, NULL, n->peer,
+			 word_addr(warm, W_PAST_BEHIND), warm->key, &behind),
+		"a write behind the refused ones");
+	wait_ok(n, &behind, FI_RMA | FI_WRITE, "the write behind them");
 }
 
 /* Step 5: a window with a fresh key, then as many with a known one. */
@@ -252,6 +292,7 @@ static void initiator(uint64_t me)
 	kh_atomics(&n, &km);
 	kh_refused(&n, &km);
 	kh_burst(&n, &km);
+	kh_past_end(&n, &km);
 	itest_signal(&cc, SIG_DONE);
 	init_close(&n);
 }
