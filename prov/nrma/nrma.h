@@ -807,7 +807,8 @@ struct nrma_rma_buf {
 
 /*
  * nrma_rma in the common case, without an argument record; or, before it
- * posts anything, NRMA_RMA_NOT_LIGHT: the caller goes to nrma_rma.
+ * posts anything, NRMA_RMA_NOT_LIGHT: the caller goes the generic way
+ * (nrma_rma_small or nrma_rma).
  */
 #define NRMA_RMA_NOT_LIGHT 1
 ssize_t nrma_rma_light(struct nrma_ep *ep, const struct nrma_rma_buf *b);

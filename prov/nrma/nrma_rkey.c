@@ -216,13 +216,23 @@ int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 			 ret;
 }
 
+/* The word of a set that notify names, as an address under its key. */
+#define RKEY_NOTIFY_WORD(notify)                               \
+	(notify)->set.key, (notify)->index * sizeof(uint64_t), \
+		sizeof(uint64_t), NRMA_KEY_REMOTE_NOTIFY
+
 int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
 			    const struct fi_nrma_notify *notify,
 			    struct nrma_remote *set)
 {
-	return nrma_rkey_target(ep, conn, notify->set.key,
-				notify->index * sizeof(uint64_t),
-				sizeof(uint64_t), NRMA_KEY_REMOTE_NOTIFY, set);
+	return nrma_rkey_target(ep, conn, RKEY_NOTIFY_WORD(notify), set);
+}
+
+int nrma_rkey_notify_target_known(struct nrma_ep *ep, struct nrma_conn *conn,
+				  const struct fi_nrma_notify *notify,
+				  struct nrma_remote *set)
+{
+	return nrma_rkey_target_known(ep, conn, RKEY_NOTIFY_WORD(notify), set);
 }
 
 static enum nrma_rkey_state rkey_state_of(enum nrma_key_verdict verdict)

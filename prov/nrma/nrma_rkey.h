@@ -34,6 +34,10 @@ int nrma_rkey_target_known(struct nrma_ep *ep, struct nrma_conn *conn,
 int nrma_rkey_notify_target(struct nrma_ep *ep, struct nrma_conn *conn,
 			    const struct fi_nrma_notify *notify,
 			    struct nrma_remote *set);
+/* nrma_rkey_target_known for that word. */
+int nrma_rkey_notify_target_known(struct nrma_ep *ep, struct nrma_conn *conn,
+				  const struct fi_nrma_notify *notify,
+				  struct nrma_remote *set);
 void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rkey_conn_close(struct nrma_conn *conn);
 /*

@@ -23,10 +23,24 @@
 #include "nrma_xfer.h"
 
 /* Whether a write's payload goes inline: no bounce copy, no key. */
-static bool rma_inline(const struct nrma_conn *conn,
-		       const struct nrma_rma_args *a, size_t len)
+static bool rma_inline(const struct nrma_conn *conn, bool read, size_t len)
 {
-	return !(a->flags & FI_READ) && len && len <= conn->max_inline;
+	return !read && len && len <= conn->max_inline;
+}
+
+/* A segment in the application's registration mr, if it allows access. */
+static NRMA_INLINE bool rma_desc_sge(const struct nrma_mr *mr, uint64_t access,
+				     void *base, size_t len,
+				     struct nrma_sge *sge)
+{
+	if (!nrma_op_desc_allows(mr, access))
+		return false;
+	*sge = (struct nrma_sge){
+		.addr = (uintptr_t) base,
+		.len = len,
+		.lkey = nrma_verbs_mr_lkey(mr->verbs),
+	};
+	return true;
 }
 
 /* A payload the device copies as it is posted: its segments as they are. */
@@ -65,23 +79,17 @@ static int rma_local_direct(const struct nrma_conn *conn,
 	uint64_t access = a->flags & FI_READ ? FI_READ : FI_WRITE;
 	int n = 0;
 
-	*wr_inline = rma_inline(conn, a, len);
+	*wr_inline = rma_inline(conn, access == FI_READ, len);
 	if (*wr_inline)
 		return (int) rma_local_inline(a, len, sge);
 	if (!len || !a->desc || a->silent || (a->flags & FI_INJECT))
 		return -1;
 	for (size_t i = 0; i < a->count; i++) {
-		const struct nrma_mr *mr = a->desc[i];
-
 		if (!a->iov[i].iov_len)
 			continue;
-		if (!nrma_op_desc_allows(mr, access))
+		if (!rma_desc_sge(a->desc[i], access, a->iov[i].iov_base,
+				  a->iov[i].iov_len, &sge[n++]))
 			return -1;
-		sge[n++] = (struct nrma_sge){
-			.addr = (uintptr_t) a->iov[i].iov_base,
-			.len = a->iov[i].iov_len,
-			.lkey = nrma_verbs_mr_lkey(mr->verbs),
-		};
 	}
 	return n;
 }
@@ -279,7 +287,7 @@ static NRMA_NOINLINE int rma_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 	struct nrma_sge sge[NRMA_IOV_LIMIT];
 	struct nrma_wr_chain chain;
 	struct nrma_op *op = nrma_tx_op_alloc(ep, NRMA_OP_RMA, conn, false);
-	bool wr_inline = rma_inline(conn, a, len);
+	bool wr_inline = rma_inline(conn, a->flags & FI_READ, len);
 	int n;
 
 	if (!op)
@@ -400,11 +408,18 @@ ssize_t nrma_rma(struct nrma_ep *ep, const struct nrma_rma_args *a)
 	return nrma_tx_submit(ep, a->dest, rma_post, a, len, false);
 }
 
+/* No larger than an inject (FI_OPT_INJECT_RMA_SIZE) or FI_OPT_MAX_RMA_SIZE. */
+static bool rma_len_small(const struct nrma_ep *ep, uint64_t len)
+{
+	return len <= ep->inject_size[NRMA_XFER_RMA] &&
+	       len <= ep->max_size[NRMA_XFER_RMA];
+}
+
 /*
- * A read or write of one segment no larger than an inject
- * (FI_OPT_INJECT_RMA_SIZE) or FI_OPT_MAX_RMA_SIZE needs no vector or size
- * checks; of its flags, only those nrma_rma refuses or holds send it there.
- * Inline in the calls of nrma_ep_rma.c: one frame from fi_write's call.
+ * A read or write of one small segment (rma_len_small) needs no vector or
+ * size checks; of its flags, only those nrma_rma refuses or holds send it
+ * there.  Inline in the calls of nrma_ep_rma.c that take it: the injected
+ * writes', and those the light path leaves.
  */
 NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
 				   const struct nrma_rma_args *a)
@@ -412,8 +427,7 @@ NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
 	struct nrma_conn *conn;
 	ssize_t ret;
 
-	if (a->len > ep->inject_size[NRMA_XFER_RMA] ||
-	    a->len > ep->max_size[NRMA_XFER_RMA] ||
+	if (!rma_len_small(ep, a->len) ||
 	    (a->flags & (FI_TRIGGER | FI_COMMIT_COMPLETE)) ||
 	    (a->flags & (FI_INJECT | FI_READ)) == (FI_INJECT | FI_READ))
 		return nrma_rma(ep, a);
@@ -442,19 +456,14 @@ static NRMA_INLINE bool rma_light_local(const struct nrma_conn *conn,
 					struct nrma_sge *sge,
 					unsigned *wr_flags)
 {
-	const struct nrma_mr *desc = b->desc;
-
+	*wr_flags = rma_inline(conn, read, b->len) ? NRMA_WR_FLAG_INLINE : 0;
+	if (!*wr_flags)
+		return rma_desc_sge(b->desc, read ? FI_READ : FI_WRITE, b->buf,
+				    b->len, sge);
 	*sge = (struct nrma_sge){
 		.addr = (uintptr_t) b->buf,
 		.len = (uint32_t) b->len,
 	};
-	*wr_flags = !read && b->len <= conn->max_inline ? NRMA_WR_FLAG_INLINE :
-							  0;
-	if (*wr_flags)
-		return true;
-	if (!nrma_op_desc_allows(desc, read ? FI_READ : FI_WRITE))
-		return false;
-	sge->lkey = nrma_verbs_mr_lkey(desc->verbs);
 	return true;
 }
 
@@ -471,10 +480,7 @@ static NRMA_INLINE bool rma_light_target(struct nrma_ep *ep,
 				   remote))
 		return false;
 	return !b->notify ||
-	       !nrma_rkey_target_known(ep, conn, b->notify->set.key,
-				       b->notify->index * sizeof(uint64_t),
-				       sizeof(uint64_t), NRMA_KEY_REMOTE_NOTIFY,
-				       set);
+	       !nrma_rkey_notify_target_known(ep, conn, b->notify, set);
 }
 
 /* With ep->lock held.  What waits on the connection goes first. */
@@ -516,9 +522,7 @@ NRMA_INLINE ssize_t nrma_rma_light(struct nrma_ep *ep,
 	struct nrma_conn *conn;
 	ssize_t ret;
 
-	if ((b->flags & RMA_LIGHT_OFF) || !b->len ||
-	    b->len > ep->inject_size[NRMA_XFER_RMA] ||
-	    b->len > ep->max_size[NRMA_XFER_RMA])
+	if ((b->flags & RMA_LIGHT_OFF) || !b->len || !rma_len_small(ep, b->len))
 		return NRMA_RMA_NOT_LIGHT;
 	ret = nrma_tx_enter(ep, b->dest, false, &conn);
 	if (!ret)

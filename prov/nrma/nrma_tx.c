@@ -195,7 +195,8 @@ void nrma_tx_ended(struct nrma_xfer *x)
 	x->sends--;
 }
 
-/* Inline in each common path's call (nrma_rma_small, nrma_send_buf). */
+/* Inline in each common path's call (nrma_rma_light, nrma_rma_small,
+ * nrma_send_buf). */
 NRMA_INLINE int nrma_tx_enter(struct nrma_ep *ep, fi_addr_t dest, bool may_wait,
 			      struct nrma_conn **conn)
 {
