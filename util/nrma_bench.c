@@ -33,6 +33,7 @@
 
 #define ALL_PATTERNS ((1u << BENCH_PATTERNS) - 1)
 #define LAT_ONLY     (1u << BENCH_LAT)
+#define STREAM_ONLY  ((1u << BENCH_STREAM) | (1u << BENCH_RATE))
 #define RXM	     "verbs;ofi_rxm"
 #define NRMA	     FI_NRMA_PROV_NAME_NATIVE /* not ofi_rxm over nrma */
 #define RXM_ENV	     "FI_UNIVERSE_SIZE=16"    /* rxe's max_cqe, FACTS.md */
@@ -70,6 +71,20 @@ static const struct bench_variant bench_variants[] = {
 	  BENCH_COUNT_CNTR_READ },
 	{ "rxm-cq-empty", RXM, BENCH_OP_WRITE, RXM_ENV, NULL, ALL_PATTERNS,
 	  BENCH_COUNT_EMPTY_POLL },
+	/* Streams whose target spins on its counter (or, for plain writes,
+	 * on the data) all along: its CPU beside the device's. */
+	{ "raw-write-busy", NULL, BENCH_OP_WRITE, NULL, NULL, STREAM_ONLY,
+	  BENCH_COUNT_POSTS, true },
+	{ "raw-pair-busy", NULL, BENCH_OP_WRITE_CNTR, NULL, NULL, STREAM_ONLY,
+	  BENCH_COUNT_POSTS, true },
+	{ "raw-readpair-busy", NULL, BENCH_OP_READ_CNTR, NULL, NULL,
+	  STREAM_ONLY, BENCH_COUNT_POSTS, true },
+	{ "write-busy", NRMA, BENCH_OP_WRITE, NULL, "raw-write-busy",
+	  STREAM_ONLY, BENCH_COUNT_POSTS, true },
+	{ "notify-busy", NRMA, BENCH_OP_WRITE_CNTR, "FI_NRMA_NOTIFY_FENCE=auto",
+	  "raw-pair-busy", STREAM_ONLY, BENCH_COUNT_POSTS, true },
+	{ "notify-read-busy", NRMA, BENCH_OP_READ_CNTR, NULL,
+	  "raw-readpair-busy", STREAM_ONLY, BENCH_COUNT_POSTS, true },
 };
 
 #define N_VARIANTS (sizeof(bench_variants) / sizeof(bench_variants[0]))
@@ -106,6 +121,7 @@ struct bench_side {
 	bool counting; /* -I: callgrind counts what count says */
 	enum bench_count count;
 	long pace_us; /* -I: the uncounted pause before a counted poll */
+	bool busy_target; /* bench_variant's */
 };
 
 #define PACE_FIRST_US 500
@@ -225,14 +241,15 @@ static int side_count_calls(struct bench_side *s, enum bench_count count,
 
 /*
  * The target of a stream sleeps until the initiator is done, where
- * nothing needs its CPU, then checks; else it polls all along.
+ * nothing needs its CPU, then checks; else, or if its variant says so,
+ * it polls all along.
  */
 static double stream_target(struct bench_side *s, const struct bench_step *st)
 {
 	char done;
 
 	s->recvd += st->iters;
-	if (s->ops->target_idle(s->x)) {
+	if (!s->busy_target && s->ops->target_idle(s->x)) {
 		if (read(s->sock, &done, 1) != 1 ||
 		    s->ops->arrived(s->x, st->size, s->recvd) != 1)
 			return -1;
@@ -323,6 +340,7 @@ static void side_run(struct bench_side *s, const struct bench_variant *v,
 		exit(1);
 	s->counting = o->instructions;
 	s->count = v->count;
+	s->busy_target = v->busy_target;
 	for (size_t i = 0; i < nsteps; i++) {
 		alarm(o->timeout_s);
 		s->ops->prepare(s->x, steps[i].size);

@@ -44,6 +44,9 @@ struct bench_variant {
 	const char *vs;		/* the variant it is compared with, or NULL */
 	unsigned patterns;	/* 1 << enum bench_pattern it runs */
 	enum bench_count count; /* other than POSTS: a variant of -I alone */
+	/* The target of a stream polls its notification all along (as
+	 * MPI_Win_get_notify_value in a loop), where it could sleep. */
+	bool busy_target;
 };
 
 /* One measurement both processes agree on. */

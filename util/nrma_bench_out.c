@@ -32,6 +32,13 @@ static const struct bench_target bench_targets[] = {
 	{ "notified-read rate", "notify-read", "raw-readpair", BENCH_STREAM, 8,
 	  1.0 },
 	{ "plain-write rate", "write", "raw-write", BENCH_STREAM, 8, 0.95 },
+	/* The same, the target spinning on its counter or data all along. */
+	{ "notified-write rate, busy target", "notify-busy", "raw-pair-busy",
+	  BENCH_STREAM, 8, 1.0 },
+	{ "notified-read rate, busy target", "notify-read-busy",
+	  "raw-readpair-busy", BENCH_STREAM, 8, 1.0 },
+	{ "plain-write rate, busy target", "write-busy", "raw-write-busy",
+	  BENCH_STREAM, 8, 0.95 },
 	{ "coalesced notified-write rate", "notify-coalesce", "raw-write",
 	  BENCH_STREAM, 8, 0.95 },
 	{ "send latency 8 B", "send", "rxm-send", BENCH_LAT, 8, 1.0, true },
@@ -113,7 +120,7 @@ static void print_size(FILE *f, size_t size)
 static void print_head(const struct bench_report *r, enum bench_pattern p,
 		       const char *title)
 {
-	printf("\n%s\n%-26s", title,
+	printf("\n%s\n%-36s", title,
 	       p == BENCH_RATE ? "variant \\ window" : "variant \\ size");
 	for (size_t s = 0; s < r->nsteps; s++)
 		if (r->steps[s].pattern == p)
@@ -134,7 +141,7 @@ static void print_row(const struct bench_report *r, enum bench_pattern p,
 		return;
 	snprintf(name, sizeof(name), ratio ? "%s / %s" : "%s",
 		 r->variants[v].name, r->variants[v].vs);
-	printf("%-26s", name);
+	printf("%-36s", name);
 	for (size_t s = 0; s < r->nsteps; s++) {
 		double x = value_of(r, (int) v, s, bandwidth);
 
