@@ -54,6 +54,10 @@ static const struct bench_variant bench_variants[] = {
 	{ "notify-coalesce", NRMA, BENCH_OP_WRITE_CNTR,
 	  "FI_NRMA_NOTIFY_COALESCE=16", "raw-write", ALL_PATTERNS },
 	{ "nset", NRMA, BENCH_OP_WRITE_NSET, NULL, "raw-pair", ALL_PATTERNS },
+	/* Writes that complete once placed at the target, as Sandia
+	 * OpenSHMEM's puts: each with a zero-byte read behind it. */
+	{ "write-dc", NRMA, BENCH_OP_WRITE, NULL, "raw-write", ALL_PATTERNS,
+	  BENCH_COUNT_POSTS, false, FI_DELIVERY_COMPLETE },
 	{ "writedata", NRMA, BENCH_OP_WRITEDATA, NULL, "raw-pair",
 	  ALL_PATTERNS },
 	{ "send", NRMA, BENCH_OP_SEND, NULL, "rxm-send", LAT_ONLY },
@@ -120,7 +124,7 @@ struct bench_side {
 	size_t outstanding;
 	bool counting; /* -I: callgrind counts what count says */
 	enum bench_count count;
-	long pace_us; /* -I: the uncounted pause before a counted poll */
+	long pace_us;	  /* -I: the uncounted pause before a counted poll */
 	bool busy_target; /* bench_variant's */
 };
 

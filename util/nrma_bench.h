@@ -47,6 +47,7 @@ struct bench_variant {
 	/* The target of a stream polls its notification all along (as
 	 * MPI_Win_get_notify_value in a loop), where it could sleep. */
 	bool busy_target;
+	uint64_t tx_op_flags; /* libfabric: the endpoint's default op_flags */
 };
 
 /* One measurement both processes agree on. */

@@ -92,6 +92,7 @@ static int lf_getinfo_for(struct bench_xport *x, const struct bench_variant *v)
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->domain_attr->threading = lf_threading();
+	hints->tx_attr->op_flags = v->tx_op_flags;
 	hints->fabric_attr->prov_name = strdup(v->prov);
 	rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &x->n.info);
 	fi_freeinfo(hints);

@@ -803,6 +803,7 @@ struct nrma_rma_buf {
 	void *context;
 	uint64_t flags; /* FI_READ or FI_WRITE, and op flags */
 	const struct fi_nrma_notify *notify;
+	bool silent; /* an fi_inject call: no completion */
 };
 
 /*

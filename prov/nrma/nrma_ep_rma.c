@@ -246,10 +246,23 @@ static ssize_t ep_rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 				 FI_REMOTE_CQ_DATA);
 }
 
+/* fi_inject_write: light when the device takes the payload inline. */
 static ssize_t ep_rma_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 			     fi_addr_t dest, uint64_t addr, uint64_t key)
 {
-	return ep_rma_inject_buf(ep_fid, buf, len, 0, dest, addr, key, 0);
+	struct nrma_rma_buf b = {
+		.buf = (void *) buf,
+		.len = len,
+		.dest = dest,
+		.addr = addr,
+		.key = key,
+		.flags = nrma_inject_flags(ep_fid, FI_WRITE | FI_INJECT),
+		.silent = true,
+	};
+
+	return EP_RMA_LIGHT_OR(
+		nrma_ep_of(ep_fid), &b,
+		ep_rma_inject_buf(ep_fid, buf, len, 0, dest, addr, key, 0));
 }
 
 struct fi_ops_rma nrma_ep_rma_ops = {

@@ -151,6 +151,29 @@ static NRMA_INLINE void rma_data_wrs(
 			     scratch);
 }
 
+/*
+ * A write's delivery completion: a zero-byte read returns only once the
+ * write before it is placed.  A notification atomic's reply, where one
+ * follows the write, says as much.
+ */
+static NRMA_INLINE void rma_delivery_wr(struct nrma_wr_chain *chain,
+					uint64_t flags,
+					const struct nrma_remote *remote)
+{
+	if ((flags & (FI_DELIVERY_COMPLETE | FI_READ)) ==
+		    FI_DELIVERY_COMPLETE &&
+	    chain->count == 1)
+		nrma_wr_rdma(chain, NRMA_WR_READ, NULL, 0, remote->addr,
+			     remote->rkey, 0, 0);
+}
+
+/* The data request's flags for an operation's. */
+static unsigned rma_wr_flags(uint64_t flags, bool wr_inline)
+{
+	return (flags & FI_FENCE ? NRMA_WR_FLAG_FENCE : 0) |
+	       (wr_inline ? NRMA_WR_FLAG_INLINE : 0);
+}
+
 /* Any operation's whole chain (inline in each post: its arguments are the
  * post's). */
 static NRMA_INLINE void rma_wrs(struct nrma_wr_chain *chain,
@@ -168,16 +191,11 @@ static NRMA_INLINE void rma_wrs(struct nrma_wr_chain *chain,
 		     a->flags & FI_REMOTE_CQ_DATA ? NRMA_WR_WRITE_IMM :
 						    NRMA_WR_WRITE,
 		     remote, sge, sge_count, (uint32_t) a->data,
-		     (a->flags & FI_FENCE ? NRMA_WR_FLAG_FENCE : 0) |
-			     (wr_inline ? NRMA_WR_FLAG_INLINE : 0),
-		     scratch);
+		     rma_wr_flags(a->flags, wr_inline), scratch);
 	if (a->notify)
 		nrma_rkey_notify_set_wr(chain, nrma_notify_set_add(a->notify),
 					set, scratch, read);
-	/* A zero-byte read returns only once the write before it is placed. */
-	if (!read && chain->count == 1 && (a->flags & FI_DELIVERY_COMPLETE))
-		nrma_wr_rdma(chain, NRMA_WR_READ, NULL, 0, remote->addr,
-			     remote->rkey, 0, 0);
+	rma_delivery_wr(chain, a->flags, remote);
 }
 
 /*
@@ -446,19 +464,23 @@ NRMA_INLINE ssize_t nrma_rma_small(struct nrma_ep *ep,
  * most common case, which needs none of rma_post's other cases, nor the
  * argument record they read.  Anything else goes there before it posts.
  */
-#define RMA_LIGHT_OFF                                                        \
-	(FI_TRIGGER | FI_COMMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE | \
-	 FI_INJECT | FI_REMOTE_CQ_DATA)
+#define RMA_LIGHT_OFF (FI_TRIGGER | FI_COMMIT_COMPLETE | FI_REMOTE_CQ_DATA)
 
-/* The payload inline, or in the caller's registration (rma_local_direct). */
+/*
+ * The payload inline, or in the caller's registration (rma_local_direct);
+ * an injected one only inline.
+ */
 static NRMA_INLINE bool rma_light_local(const struct nrma_conn *conn,
 					const struct nrma_rma_buf *b, bool read,
 					struct nrma_sge *sge,
 					unsigned *wr_flags)
 {
-	*wr_flags = rma_inline(conn, read, b->len) ? NRMA_WR_FLAG_INLINE : 0;
-	if (!*wr_flags)
-		return rma_desc_sge(b->desc, read ? FI_READ : FI_WRITE, b->buf,
+	bool wr_inline = rma_inline(conn, read, b->len);
+
+	*wr_flags = rma_wr_flags(b->flags, wr_inline);
+	if (!wr_inline)
+		return !(b->flags & FI_INJECT) &&
+		       rma_desc_sge(b->desc, read ? FI_READ : FI_WRITE, b->buf,
 				    b->len, sge);
 	*sge = (struct nrma_sge){
 		.addr = (uintptr_t) b->buf,
@@ -506,10 +528,11 @@ static NRMA_INLINE ssize_t rma_light_post(struct nrma_ep *ep,
 	if (b->notify)
 		nrma_rkey_notify_set_wr(&chain, nrma_notify_set_add(b->notify),
 					&set, scratch, read);
+	rma_delivery_wr(&chain, b->flags, &remote);
 	ret = nrma_op_post_light(
 		conn, &chain, b->context,
 		FI_RMA | (b->flags & (FI_READ | FI_WRITE)) |
-			nrma_tx_comp_flags(ep, b->flags, false));
+			nrma_tx_comp_flags(ep, b->flags, b->silent));
 	if (!ret)
 		nrma_tx_started(ep->xfer);
 	return ret;

@@ -17,9 +17,10 @@
  *  4. fi_writedata and fi_inject_writedata: the target's receive CQ
  *     (FI_CQ_FORMAT_DATA) gets FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA
  *     with the data and the length;
- *  5. fi_writemsg with FI_DELIVERY_COMPLETE: the data is there when it
- *     completes; a read followed by a FI_FENCE write to the same place
- *     reads the old data;
+ *  5. fi_writemsg with FI_DELIVERY_COMPLETE, small (the light path) and
+ *     large: the data is there when it completes; a read followed at once
+ *     by a FI_FENCE write to the same place, small and large, reads the
+ *     old data;
  *  6. invalid arguments: rma_iov_count 2 (and 0), more iovs than
  *     tx_attr->iov_limit: -FI_EINVAL at once, nothing posted;
  *  7. selective completion: only FI_COMPLETION operations have CQ entries,
@@ -490,45 +491,27 @@ static void rma_msg(struct fi_msg_rma *msg, struct fi_rma_iov *rma,
 	};
 }
 
-static void part_delivery_fence(void)
+/*
+ * A read of len bytes, then at once a fenced write of the same bytes: the
+ * read gets what was there before.  Small ones take the light path.
+ */
+static void fence_after_read(unsigned char *rd, void *rdesc, size_t len,
+			     uint64_t seed)
 {
-	static const size_t lens[] = { 5000, MiB };
+	const char *what = itest_fmt(
+		"a %zu-byte fi_read and a fenced fi_writemsg to the same bytes",
+		len);
 	struct fi_msg_rma msg;
 	struct fi_rma_iov rma;
 	struct iovec iov;
-	unsigned char *rd = malloc(MiB);
-	struct fid_mr *rdmr;
-	void *rdesc;
-	const char *what;
 
-	CHECK(rd != NULL);
-	for (size_t i = 0; i < 2; i++) {
-		what = itest_fmt(
-			"fi_writemsg(FI_DELIVERY_COMPLETE) of %zu bytes",
-			lens[i]);
-		rt_pat_gen(lbuf, 600 + i, 0, lens[i]);
-		rma_msg(&msg, &rma, &iov, i ? &ldesc : NULL, lens[i], 20 + i,
-			CTX(6));
-		RT_POST(fi_writemsg(in.ep, &msg,
-				    FI_DELIVERY_COMPLETE | FI_COMPLETION),
-			"%s", what);
-		wait_tx(CTX(6), FI_WRITE, what);
-		nwrites++;
-		check_counts(&in, nwrites, nreads, 0, 0, what);
-		ask(REQ_CHECK, 20 + i, lens[i], 600 + i, 0, what);
-	}
-
-	/* A read, then at once a fenced write of the same bytes. */
-	rdmr = rt_mr_reg(rd, MiB, FI_READ, 0);
-	rdesc = fi_mr_desc(rdmr);
-	what = "a 1 MiB fi_read and a fenced fi_writemsg to the same bytes";
-	ask(REQ_FILL, 4096, MiB, 610, 0, what);
-	memset(rd, UNTOUCHED, MiB);
-	rt_pat_gen(lbuf, 611, 0, MiB);
-	RT_POST(fi_read(in.ep, rd, MiB, rdesc, in.peer, tk.t.addr + 4096,
+	ask(REQ_FILL, 4096, len, seed, 0, what);
+	memset(rd, UNTOUCHED, len);
+	rt_pat_gen(lbuf, seed + 1, 0, len);
+	RT_POST(fi_read(in.ep, rd, len, rdesc, in.peer, tk.t.addr + 4096,
 			tk.t.key, CTX(7)),
 		"%s", what);
-	rma_msg(&msg, &rma, &iov, &ldesc, MiB, 4096, CTX(8));
+	rma_msg(&msg, &rma, &iov, &ldesc, len, 4096, CTX(8));
 	RT_POST(fi_writemsg(in.ep, &msg, FI_FENCE | FI_COMPLETION), "%s", what);
 	for (int i = 0; i < 2; i++) {
 		struct itest_comp c = rt_cq_wait(in.tx, "%s", what);
@@ -541,11 +524,43 @@ static void part_delivery_fence(void)
 	nwrites++;
 	nreads++;
 	check_counts(&in, nwrites, nreads, 0, 0, what);
-	rt_pat_check(rd, 610, 0, MiB,
+	rt_pat_check(rd, seed, 0, len,
 		     "%s: the read got the data from before "
 		     "the fenced write",
 		     what);
-	ask(REQ_CHECK, 4096, MiB, 611, 0, what);
+	ask(REQ_CHECK, 4096, len, seed + 1, 0, what);
+}
+
+/* Small ones (inline, or from the caller's registration) go light. */
+static void part_delivery_fence(void)
+{
+	static const size_t lens[] = { 64, 64, 5000, MiB };
+	struct fi_msg_rma msg;
+	struct fi_rma_iov rma;
+	struct iovec iov;
+	unsigned char *rd = malloc(MiB);
+	struct fid_mr *rdmr;
+	const char *what;
+
+	CHECK(rd != NULL);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		what = itest_fmt(
+			"fi_writemsg(FI_DELIVERY_COMPLETE) of %zu bytes%s",
+			lens[i], i % 2 ? " (registered)" : "");
+		rt_pat_gen(lbuf, 600 + i, 0, lens[i]);
+		rma_msg(&msg, &rma, &iov, i % 2 ? &ldesc : NULL, lens[i],
+			20 + i, CTX(6));
+		RT_POST(fi_writemsg(in.ep, &msg,
+				    FI_DELIVERY_COMPLETE | FI_COMPLETION),
+			"%s", what);
+		wait_tx(CTX(6), FI_WRITE, what);
+		nwrites++;
+		check_counts(&in, nwrites, nreads, 0, 0, what);
+		ask(REQ_CHECK, 20 + i, lens[i], 600 + i, 0, what);
+	}
+	rdmr = rt_mr_reg(rd, MiB, FI_READ, 0);
+	fence_after_read(rd, fi_mr_desc(rdmr), 64, 612);
+	fence_after_read(rd, fi_mr_desc(rdmr), MiB, 610);
 	RT_OK(fi_close(&rdmr->fid));
 	free(rd);
 	rt_note("5. FI_DELIVERY_COMPLETE and FI_FENCE: ok");
