@@ -611,10 +611,11 @@ static struct bench_result median_of(const bench_round *rounds, size_t count,
 /*
  * Every chosen variant once a round, round after round, so that drift
  * on the host touches every variant alike.  A variant's status is that
- * of its first round that did not go well.
+ * of its first round that did not go well; fails counts those rounds.
  */
 static void run_rounds(const struct bench_opts *o, const struct bench_step *st,
-		       size_t nsteps, bench_round *rounds, int *status)
+		       size_t nsteps, bench_round *rounds, int *status,
+		       size_t *fails)
 {
 	for (size_t k = 0; k < o->rounds; k++) {
 		if (o->rounds > 1)
@@ -632,10 +633,23 @@ static void run_rounds(const struct bench_opts *o, const struct bench_step *st,
 				continue;
 			rc = run_variant(&bench_variants[v], o, st, nsteps,
 					 rounds[k][v]);
+			fails[v] += rc && rc != EXIT_SKIP;
 			if (!k || !status[v])
 				status[v] = rc;
 		}
 	}
+}
+
+/*
+ * A variant that failed in some rounds but not all is reported with the
+ * medians of the others (median_of), its failures counted beside it.
+ */
+static void settle_status(const struct bench_opts *o, int *status,
+			  const size_t *fails)
+{
+	for (size_t v = 0; v < N_VARIANTS; v++)
+		if (fails[v] && fails[v] < o->rounds)
+			status[v] = 0;
 }
 
 int main(int argc, char **argv)
@@ -645,6 +659,7 @@ int main(int argc, char **argv)
 	static bench_round res;
 	struct bench_step steps[BENCH_STEPS_MAX];
 	int status[N_VARIANTS], rc = 0;
+	size_t fails[N_VARIANTS] = { 0 };
 	bench_round *rounds;
 	size_t nsteps;
 
@@ -656,7 +671,7 @@ int main(int argc, char **argv)
 	if (!rounds)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
-	run_rounds(&o, steps, nsteps, rounds, status);
+	run_rounds(&o, steps, nsteps, rounds, status, fails);
 	for (size_t v = 0; v < N_VARIANTS; v++) {
 		for (size_t i = 0; i < nsteps; i++)
 			res[v][i] = median_of(rounds, o.rounds, v, i);
@@ -664,8 +679,9 @@ int main(int argc, char **argv)
 			rc = 1;
 	}
 	free(rounds);
+	settle_status(&o, status, fails);
 	if (bench_report(&(struct bench_report){
-		    bench_variants, N_VARIANTS, status, steps, nsteps,
+		    bench_variants, N_VARIANTS, status, fails, steps, nsteps,
 		    &res[0][0], BENCH_STEPS_MAX, o.rounds, o.csv, o.plot }))
 		rc = 1;
 	if (o.peers && bench_peers(stdout, o.peers))

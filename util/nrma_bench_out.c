@@ -336,6 +336,10 @@ int bench_report(const struct bench_report *r)
 			printf("%s: %s\n", r->variants[v].name,
 			       r->status[v] == 77 ? "not run (no provider)" :
 						    "FAILED");
+		else if (!r->status[v] && r->fails[v])
+			printf("%s: failed in %zu of %zu rounds; its figures "
+			       "are the others' medians\n",
+			       r->variants[v].name, r->fails[v], r->rounds);
 	print_targets(r);
 	if (r->csv && write_csv(r))
 		rc = -1;

@@ -8,7 +8,8 @@
 struct bench_report {
 	const struct bench_variant *variants;
 	size_t nvariants;
-	const int *status; /* 0 ran, < 0 not chosen, 77 no provider, failed */
+	const int *status;   /* 0 ran, < 0 not chosen, 77 no provider, failed */
+	const size_t *fails; /* rounds in which each failed */
 	const struct bench_step *steps;
 	size_t nsteps;
 	const struct bench_result *res; /* [variant * stride + step] */
