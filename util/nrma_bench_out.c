@@ -208,7 +208,8 @@ static void print_targets(const struct bench_report *r)
 		else if (miss <= 0)
 			printf("met\n");
 		else
-			printf("missed by %.0f%%\n", miss * 100);
+			printf("missed by %.*f%%\n", miss < 0.01 ? 1 : 0,
+			       miss * 100);
 	}
 }
 
