@@ -53,6 +53,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "nrma_addr.h"
+#include "nrma_atomic_calc.h"
 #include "nrma_list.h"
 #include "nrma_ring.h"
 #include "nrma_wait.h"
@@ -750,22 +751,21 @@ struct nrma_rma_args {
 	const struct fi_nrma_notify *notify; /* a set's counter to bump */
 };
 
-/* The one element of an atomic operation (nrma_atomic.c). */
-#define NRMA_ATOMIC_SIZE sizeof(uint64_t)
-
-enum nrma_atomic_kind {
-	NRMA_ATOMIC_BASE,    /* fi_atomic */
-	NRMA_ATOMIC_FETCH,   /* fi_fetch_atomic */
-	NRMA_ATOMIC_COMPARE, /* fi_compare_atomic */
-};
+/*
+ * An atomic operation moves at most this many bytes of elements
+ * (FI_OPT_MAX_ATOMIC_SIZE): fi_atomicvalid's count is that over an
+ * element's size.  Those nrma_atomic.c runs as a loop of compare-and-swaps
+ * carry their operands with them.
+ */
+#define NRMA_ATOMIC_MAX_BYTES 64
 
 /* One atomic operation, with its operands read already. */
 struct nrma_atomic_args {
 	enum nrma_atomic_kind kind;
 	enum fi_op op;
-	uint64_t operand;
-	uint64_t compare;
-	void *result; /* FETCH and COMPARE: the old value */
+	enum fi_datatype datatype;
+	size_t count; /* of elements, each of nrma_atomic_calc_size bytes */
+	void *result; /* FETCH and COMPARE: the old values */
 	fi_addr_t dest;
 	uint64_t addr;
 	uint64_t key;
@@ -773,6 +773,9 @@ struct nrma_atomic_args {
 	bool silent; /* fi_inject_atomic: no completion */
 	void *context;
 	const struct fi_nrma_notify *notify; /* a set's counter to bump */
+	/* The elements of the operand and of compare (or FI_MSWAP's mask). */
+	unsigned char operand[NRMA_ATOMIC_MAX_BYTES];
+	unsigned char compare[NRMA_ATOMIC_MAX_BYTES];
 };
 
 /* 0 if fi_atomic(3) calls of kind do op on datatype: their count. */

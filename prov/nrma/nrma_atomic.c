@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * fi_atomic: what verbs atomics do natively, on one 64-bit integer per
- * operation: FI_SUM (fetch-and-add, fetching or not), FI_ATOMIC_READ (an
- * add of 0) and FI_CSWAP (compare-and-swap).  Everything else is
- * -FI_EOPNOTSUPP, as the valid calls and fi_query_atomic say, for the
- * application to emulate.
+ * fi_atomic: every operation and datatype of fi_atomic(3) whose element
+ * fits in 64 bits, in its plain, fetching and compare forms, with no CPU
+ * at the target.  What verbs atomics do natively goes as one request: an
+ * add (FI_SUM), a read (an add of 0) or a compare-and-swap (FI_CSWAP) of
+ * one 64-bit integer.  Everything else the initiator runs as a loop of
+ * compare-and-swaps (nrma_atomic_loop.c).
  *
  * The operand travels inside the work request, so every atomic is
  * injected in effect.  A fetched value lands in a bounce buffer and is
@@ -17,6 +18,7 @@
  */
 #include <rdma/fi_atomic.h>
 
+#include "nrma_atomic_loop.h"
 #include "nrma_rkey.h"
 #include "nrma_trigger.h"
 #include "nrma_xfer.h"
@@ -24,29 +26,40 @@
 int nrma_atomic_valid(enum fi_datatype datatype, enum fi_op op,
 		      enum nrma_atomic_kind kind, size_t *count)
 {
-	bool ok;
-
 	/* FI_DATATYPE_LAST is kept for compatibility; 128-bit types follow. */
-	if (datatype > FI_UINT128 || (int) op >= FI_ATOMIC_OP_LAST)
+	if (datatype > FI_UINT128 || (unsigned) op >= FI_ATOMIC_OP_LAST)
 		return -FI_EINVAL;
-	if (datatype != FI_INT64 && datatype != FI_UINT64)
-		return -FI_EOPNOTSUPP;
-	switch (kind) {
-	case NRMA_ATOMIC_BASE:
-		ok = op == FI_SUM;
-		break;
-	case NRMA_ATOMIC_FETCH:
-		ok = op == FI_SUM || op == FI_ATOMIC_READ;
-		break;
-	default:
-		ok = op == FI_CSWAP;
-		break;
-	}
-	if (!ok)
+	if (!nrma_atomic_calc_valid(datatype, op, kind))
 		return -FI_EOPNOTSUPP;
 	if (count)
-		*count = 1;
+		*count = NRMA_ATOMIC_MAX_BYTES /
+			 nrma_atomic_calc_size(datatype);
 	return 0;
+}
+
+/* What the device does in one request: an add, a read or a swap of one
+ * 64-bit integer. */
+static bool atomic_native(const struct nrma_atomic_args *a)
+{
+	if (a->count != 1 ||
+	    (a->datatype != FI_INT64 && a->datatype != FI_UINT64))
+		return false;
+	switch (a->kind) {
+	case NRMA_ATOMIC_BASE:
+		return a->op == FI_SUM;
+	case NRMA_ATOMIC_FETCH:
+		return a->op == FI_SUM || a->op == FI_ATOMIC_READ;
+	default:
+		return a->op == FI_CSWAP;
+	}
+}
+
+static uint64_t atomic_u64(const unsigned char *element)
+{
+	uint64_t v;
+
+	memcpy(&v, element, sizeof(v));
+	return v;
 }
 
 /* The atomic work request; verbs compares with add and swaps in swap. */
@@ -56,15 +69,15 @@ static void atomic_wr(struct nrma_wr_chain *chain,
 		      const struct nrma_sge *result)
 {
 	bool cswap = a->op == FI_CSWAP;
+	uint64_t operand = atomic_u64(a->operand);
 
 	nrma_wr_chain_init(chain);
 	nrma_wr_atomic(chain, cswap ? NRMA_WR_CMP_SWAP : NRMA_WR_FETCH_ADD,
 		       result, remote->addr, remote->rkey,
-		       cswap		       ? a->compare :
+		       cswap		       ? atomic_u64(a->compare) :
 		       a->op == FI_ATOMIC_READ ? 0 :
-						 a->operand,
-		       a->operand,
-		       a->flags & FI_FENCE ? NRMA_WR_FLAG_FENCE : 0);
+						 operand,
+		       operand, a->flags & FI_FENCE ? NRMA_WR_FLAG_FENCE : 0);
 }
 
 static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
@@ -160,19 +173,45 @@ static int atomic_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 	return ret;
 }
 
+/*
+ * Where the elements go (len bytes at a->addr): each naturally aligned,
+ * and the whole 64-bit word of each in the peer's region, since the
+ * device swaps words.  Any atomic changes its word, FI_ATOMIC_READ too
+ * (it adds 0).
+ */
+static int atomic_target(struct nrma_ep *ep, struct nrma_conn *conn,
+			 const struct nrma_atomic_args *a, size_t len,
+			 struct nrma_remote *remote)
+{
+	const uint64_t word = sizeof(uint64_t);
+	struct nrma_remote words;
+	uint64_t lead;
+	int ret = nrma_rkey_target(ep, conn, a->key, a->addr, len,
+				   NRMA_KEY_REMOTE_WRITE, remote);
+
+	if (ret)
+		return ret;
+	if (remote->addr % nrma_atomic_calc_size(a->datatype))
+		return -FI_EINVAL;
+	lead = remote->addr % word;
+	if (!lead && !(len % word))
+		return 0;
+	return nrma_rkey_target(ep, conn, a->key, a->addr - lead,
+				(lead + len + word - 1) / word * word,
+				NRMA_KEY_REMOTE_WRITE, &words);
+}
+
 static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 			   const void *args, size_t len)
 {
 	const struct nrma_atomic_args *a = args;
 	bool fetch = a->kind != NRMA_ATOMIC_BASE;
-	struct nrma_remote remote, set;
+	struct nrma_remote remote, set = { 0 };
 	uint64_t flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE) |
 			 nrma_tx_comp_flags(ep, a->flags, a->silent);
 	int ret;
 
-	/* Any atomic changes the word, FI_ATOMIC_READ too (it adds 0). */
-	ret = nrma_rkey_target(ep, conn, a->key, a->addr, len,
-			       NRMA_KEY_REMOTE_WRITE, &remote);
+	ret = atomic_target(ep, conn, a, len, &remote);
 	if (!ret && a->notify)
 		ret = nrma_rkey_notify_target(ep, conn, a->notify, &set);
 	if (nrma_tx_held_must_wait(conn, a, ret))
@@ -181,12 +220,12 @@ static ssize_t atomic_post(struct nrma_ep *ep, struct nrma_conn *conn,
 		return nrma_tx_refuse(ep, a->context, flags);
 	if (ret)
 		return ret;
-	/* The device works on naturally aligned 64-bit words only. */
-	if (remote.addr % NRMA_ATOMIC_SIZE)
-		return -FI_EINVAL;
-	ret = fetch || !nrma_op_light_fits(conn) ?
-		      atomic_post_op(ep, conn, a, len, &remote, &set, flags) :
-		      atomic_post_light(ep, conn, a, &remote, &set, flags);
+	if (!atomic_native(a))
+		ret = nrma_atomic_loop_start(ep, conn, a, &remote, &set, flags);
+	else if (fetch || !nrma_op_light_fits(conn))
+		ret = atomic_post_op(ep, conn, a, len, &remote, &set, flags);
+	else
+		ret = atomic_post_light(ep, conn, a, &remote, &set, flags);
 	if (ret)
 		return ret;
 	nrma_tx_started(ep->xfer);
@@ -208,7 +247,9 @@ static ssize_t atomic_fire(struct nrma_ep *ep, void *args,
 static ssize_t atomic_trigger(struct nrma_ep *ep,
 			      const struct nrma_atomic_args *a)
 {
-	struct nrma_trigger_io io = { .len = NRMA_ATOMIC_SIZE };
+	struct nrma_trigger_io io = {
+		.len = a->count * nrma_atomic_calc_size(a->datatype),
+	};
 	uint64_t dir = a->kind == NRMA_ATOMIC_BASE ? FI_WRITE : FI_READ;
 
 	/* A notification set's operations are not triggered. */
@@ -223,6 +264,7 @@ ssize_t nrma_atomic(struct nrma_ep *ep, const struct nrma_atomic_args *a)
 {
 	if (a->flags & FI_TRIGGER)
 		return atomic_trigger(ep, a);
-	return nrma_tx_submit(ep, a->dest, atomic_post, a, NRMA_ATOMIC_SIZE,
+	return nrma_tx_submit(ep, a->dest, atomic_post, a,
+			      a->count * nrma_atomic_calc_size(a->datatype),
 			      false);
 }

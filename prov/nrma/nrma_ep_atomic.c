@@ -55,28 +55,55 @@ int nrma_ep_atomic_query(struct fid_domain *domain, enum fi_datatype datatype,
 		return -FI_EOPNOTSUPP;
 	ret = nrma_atomic_valid(datatype, op, kind, &attr->count);
 	if (!ret)
-		attr->size = NRMA_ATOMIC_SIZE;
+		attr->size = nrma_atomic_calc_size(datatype);
 	return ret;
 }
 
-/* An ioc array of exactly one element of one datatype. */
-static bool ep_atomic_one_element(const struct fi_ioc *ioc, size_t count)
+/* An ioc array of one vector of count elements. */
+static bool ep_atomic_elements(const struct fi_ioc *ioc, size_t iov_count,
+			       size_t count)
 {
-	return count == 1 && ioc && ioc[0].count == 1 && ioc[0].addr;
+	return iov_count == 1 && ioc && ioc[0].count == count && ioc[0].addr;
 }
 
-/* The endpoint's atomic sizes (FI_OPT_*_ATOMIC_SIZE) allow one element. */
-static int ep_atomic_size_check(const struct nrma_ep *ep, uint64_t flags)
+/*
+ * The bytes of the message's elements: one vector of count of them at
+ * each end, within the endpoint's atomic sizes (FI_OPT_*_ATOMIC_SIZE).
+ */
+static ssize_t ep_atomic_len(const struct nrma_ep *ep,
+			     const struct fi_msg_atomic *msg, uint64_t flags)
 {
+	size_t count, len;
 	int ret = nrma_tx_flags_check(flags);
 
 	if (ret)
 		return ret;
-	if (ep->max_size[NRMA_XFER_ATOMIC] < NRMA_ATOMIC_SIZE ||
-	    ((flags & FI_INJECT) &&
-	     ep->inject_size[NRMA_XFER_ATOMIC] < NRMA_ATOMIC_SIZE))
+	if (msg->rma_iov_count != 1 || !msg->rma_iov)
 		return -FI_EINVAL;
-	return 0;
+	count = msg->rma_iov[0].count;
+	len = count * nrma_atomic_calc_size(msg->datatype);
+	if (!count || count > NRMA_ATOMIC_MAX_BYTES ||
+	    len > ep->max_size[NRMA_XFER_ATOMIC] ||
+	    ((flags & FI_INJECT) && len > ep->inject_size[NRMA_XFER_ATOMIC]))
+		return -FI_EINVAL;
+	return (ssize_t) len;
+}
+
+/* Whether the vectors of a call of kind hold the message's elements. */
+static bool ep_atomic_vectors(const struct fi_msg_atomic *msg,
+			      enum nrma_atomic_kind kind,
+			      const struct fi_ioc *comparev,
+			      size_t compare_count,
+			      const struct fi_ioc *resultv, size_t result_count)
+{
+	size_t count = msg->rma_iov[0].count;
+
+	return (msg->op == FI_ATOMIC_READ ||
+		ep_atomic_elements(msg->msg_iov, msg->iov_count, count)) &&
+	       (kind != NRMA_ATOMIC_COMPARE ||
+		ep_atomic_elements(comparev, compare_count, count)) &&
+	       (kind == NRMA_ATOMIC_BASE ||
+		ep_atomic_elements(resultv, result_count, count));
 }
 
 static ssize_t ep_atomic_submit(
@@ -86,44 +113,56 @@ static ssize_t ep_atomic_submit(
 	uint64_t flags, bool silent, const struct fi_nrma_notify *notify)
 {
 	struct nrma_ep *ep = nrma_ep_of(ep_fid);
-	struct nrma_atomic_args a = {
+	struct nrma_atomic_args a;
+	ssize_t len;
+	int ret = nrma_atomic_valid(msg->datatype, msg->op, kind, NULL);
+
+	if (ret)
+		return ret;
+	len = ep_atomic_len(ep, msg, flags);
+	if (len < 0)
+		return len;
+	if (flags & FI_TAGGED) /* no atomics into tagged receive buffers */
+		return -FI_EOPNOTSUPP;
+	if (!ep_atomic_vectors(msg, kind, comparev, compare_count, resultv,
+			       result_count))
+		return -FI_EINVAL;
+	a = (struct nrma_atomic_args){
 		.kind = kind,
 		.op = msg->op,
+		.datatype = msg->datatype,
+		.count = msg->rma_iov[0].count,
+		.result = kind != NRMA_ATOMIC_BASE ? resultv[0].addr : NULL,
 		.dest = msg->addr,
+		.addr = msg->rma_iov[0].addr,
+		.key = msg->rma_iov[0].key,
 		.flags = flags,
 		.silent = silent,
 		.context = msg->context,
 		.notify = notify,
 	};
-	int ret = nrma_atomic_valid(msg->datatype, msg->op, kind, NULL);
-
-	if (!ret)
-		ret = ep_atomic_size_check(ep, flags);
-	if (ret)
-		return ret;
-	if (flags & FI_TAGGED) /* no atomics into tagged receive buffers */
-		return -FI_EOPNOTSUPP;
-	if (msg->rma_iov_count != 1 || !msg->rma_iov ||
-	    msg->rma_iov[0].count != 1 ||
-	    (msg->op != FI_ATOMIC_READ &&
-	     !ep_atomic_one_element(msg->msg_iov, msg->iov_count)) ||
-	    (kind == NRMA_ATOMIC_COMPARE &&
-	     !ep_atomic_one_element(comparev, compare_count)) ||
-	    (kind != NRMA_ATOMIC_BASE &&
-	     !ep_atomic_one_element(resultv, result_count)))
-		return -FI_EINVAL;
-	a.addr = msg->rma_iov[0].addr;
-	a.key = msg->rma_iov[0].key;
 	if (msg->op != FI_ATOMIC_READ)
-		a.operand = *(const uint64_t *) msg->msg_iov[0].addr;
+		memcpy(a.operand, msg->msg_iov[0].addr, (size_t) len);
 	if (kind == NRMA_ATOMIC_COMPARE)
-		a.compare = *(const uint64_t *) comparev[0].addr;
-	if (kind != NRMA_ATOMIC_BASE)
-		a.result = resultv[0].addr;
+		memcpy(a.compare, comparev[0].addr, (size_t) len);
 	return NRMA_EP_POST(ep, nrma_atomic(ep, &a));
 }
 
-/* The message of a call with one remote element, and room for its ioc. */
+/* The elements of an ioc array. */
+static size_t ep_atomic_count(const struct fi_ioc *ioc, size_t count)
+{
+	size_t elements = 0;
+
+	for (size_t i = 0; ioc && i < count; i++)
+		elements += ioc[i].count;
+	return elements;
+}
+
+/*
+ * The message of a call with one remote vector of as many elements as
+ * the local one holds (the results', for a fetching call: a read has no
+ * operand), and room for its ioc.
+ */
 struct ep_atomic_req {
 	struct fi_rma_ioc rma;
 	struct fi_msg_atomic msg;
@@ -131,10 +170,12 @@ struct ep_atomic_req {
 
 static struct fi_msg_atomic *ep_atomic_req(
 	struct ep_atomic_req *r, const struct fi_ioc *iov, void **desc,
-	size_t count, fi_addr_t dest, uint64_t addr, uint64_t key,
-	enum fi_datatype datatype, enum fi_op op, void *context)
+	size_t count, size_t elements, fi_addr_t dest, uint64_t addr,
+	uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	r->rma = (struct fi_rma_ioc){ .addr = addr, .count = 1, .key = key };
+	r->rma = (struct fi_rma_ioc){ .addr = addr,
+				      .count = elements,
+				      .key = key };
 	r->msg = (struct fi_msg_atomic){
 		.msg_iov = iov,
 		.desc = desc,
@@ -170,11 +211,11 @@ static ssize_t ep_atomic_writev(struct fid_ep *ep_fid, const struct fi_ioc *iov,
 {
 	struct ep_atomic_req r;
 
-	return ep_atomic_writemsg(ep_fid,
-				  ep_atomic_req(&r, iov, desc, count, dest,
-						addr, key, datatype, op,
-						context),
-				  ep_atomic_op_flags(ep_fid));
+	return ep_atomic_writemsg(
+		ep_fid,
+		ep_atomic_req(&r, iov, desc, count, ep_atomic_count(iov, count),
+			      dest, addr, key, datatype, op, context),
+		ep_atomic_op_flags(ep_fid));
 }
 
 static ssize_t ep_atomic_write(struct fid_ep *ep_fid, const void *buf,
@@ -198,8 +239,8 @@ static ssize_t ep_atomic_inject(struct fid_ep *ep_fid, const void *buf,
 	struct ep_atomic_req r;
 
 	return ep_atomic_submit(ep_fid, NRMA_ATOMIC_BASE,
-				ep_atomic_req(&r, &iov, NULL, 1, dest, addr,
-					      key, datatype, op, NULL),
+				ep_atomic_req(&r, &iov, NULL, 1, count, dest,
+					      addr, key, datatype, op, NULL),
 				NULL, 0, NULL, 0,
 				nrma_inject_flags(ep_fid, FI_INJECT), true,
 				NULL);
@@ -228,8 +269,9 @@ static ssize_t ep_atomic_readwritev(struct fid_ep *ep_fid,
 
 	return ep_atomic_readwritemsg(
 		ep_fid,
-		ep_atomic_req(&r, iov, desc, count, dest, addr, key, datatype,
-			      op, context),
+		ep_atomic_req(&r, iov, desc, count,
+			      ep_atomic_count(resultv, result_count), dest,
+			      addr, key, datatype, op, context),
 		resultv, result_desc, result_count, ep_atomic_op_flags(ep_fid));
 }
 
@@ -274,8 +316,9 @@ static ssize_t ep_atomic_compwritev(
 
 	return ep_atomic_compwritemsg(
 		ep_fid,
-		ep_atomic_req(&r, iov, desc, count, dest, addr, key, datatype,
-			      op, context),
+		ep_atomic_req(&r, iov, desc, count,
+			      ep_atomic_count(resultv, result_count), dest,
+			      addr, key, datatype, op, context),
 		comparev, compare_desc, compare_count, resultv, result_desc,
 		result_count, ep_atomic_op_flags(ep_fid));
 }

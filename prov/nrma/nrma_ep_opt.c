@@ -92,9 +92,10 @@ static size_t opt_min(size_t a, size_t b)
 /* The bound of a class's FI_OPT_MAX_* or FI_OPT_INJECT_* size. */
 static size_t opt_class_max(int class, size_t limit)
 {
-	/* One 64-bit element is all an atomic moves. */
-	return class == NRMA_XFER_ATOMIC ? opt_min(limit, sizeof(uint64_t)) :
-					   limit;
+	/* An atomic's elements carry their operands (NRMA_ATOMIC_MAX_BYTES). */
+	return class == NRMA_XFER_ATOMIC ?
+		       opt_min(limit, NRMA_ATOMIC_MAX_BYTES) :
+		       limit;
 }
 
 static bool opt_size_of(struct nrma_ep *ep, int optname, struct opt_size *o)

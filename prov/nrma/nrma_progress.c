@@ -10,6 +10,7 @@
  */
 #include <time.h>
 
+#include "nrma_atomic_loop.h"
 #include "nrma_batch.h"
 #include "nrma_comp.h"
 #include "nrma_credit.h"
@@ -89,6 +90,9 @@ static NRMA_INLINE void progress_op_wc(struct nrma_ep *ep,
 	case NRMA_OP_NOTIFY:
 		nrma_rma_notified(ep, op);
 		break;
+	case NRMA_OP_ATOMIC:
+		nrma_atomic_loop_wc(ep, op);
+		break;
 	}
 }
 
@@ -148,6 +152,7 @@ static NRMA_NOINLINE void progress_retry_waiting(struct nrma_ep *ep)
 	nrma_recv_acks_retry(ep);
 	nrma_batch_retry(ep);
 	nrma_send_connecting(ep);
+	nrma_atomic_loop_retry(ep);
 	nrma_tx_held_retry(ep);
 	nrma_credit_refill(ep);
 	nrma_send_resume_blocked(ep);

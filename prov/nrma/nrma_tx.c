@@ -292,9 +292,15 @@ ssize_t nrma_tx_hold(struct nrma_ep *ep, struct nrma_conn *conn,
 	return 0;
 }
 
-bool nrma_tx_held_waits(const struct nrma_conn *conn)
+/* Whether conn holds transmits. */
+static bool tx_held_any(const struct nrma_conn *conn)
 {
 	return !nrma_dlist_empty(&conn->xfer->held);
+}
+
+bool nrma_tx_held_waits(const struct nrma_conn *conn)
+{
+	return tx_held_any(conn) || conn->xfer->atomic_looping;
 }
 
 bool nrma_tx_held_must_wait(const struct nrma_conn *conn, const void *args,
@@ -352,7 +358,8 @@ static bool tx_held_post_one(struct nrma_ep *ep, struct nrma_conn *conn,
 /* conn's held transmits, in order, until one must still wait. */
 static void tx_held_post(struct nrma_ep *ep, struct nrma_conn *conn)
 {
-	while (nrma_tx_held_waits(conn) && conn->state == NRMA_CONN_CONNECTED &&
+	while (tx_held_any(conn) && !conn->xfer->atomic_looping &&
+	       conn->state == NRMA_CONN_CONNECTED &&
 	       !tx_held_post_one(ep, conn, tx_held_pop(ep, conn)))
 		;
 	tx_held_settle(ep, conn);
@@ -372,7 +379,7 @@ void nrma_tx_held_retry(struct nrma_ep *ep)
 
 void nrma_tx_held_fail(struct nrma_ep *ep, struct nrma_conn *conn, int err)
 {
-	while (nrma_tx_held_waits(conn))
+	while (tx_held_any(conn))
 		tx_held_end(ep, tx_held_pop(ep, conn), err);
 	tx_held_settle(ep, conn);
 }

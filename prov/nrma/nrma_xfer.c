@@ -107,7 +107,9 @@ static int xfer_own_rx_init(struct nrma_ep *ep, struct nrma_xfer *x)
 static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 {
 	size_t tx = ep->info->tx_attr->size, rx = ep->info->rx_attr->size;
-	size_t rndv_size = sizeof(struct nrma_rndv_seg) * NRMA_IOV_LIMIT;
+	/* A buffer holds an eager payload, a rendezvous request or an
+	 * atomic loop's state. */
+	size_t least = sizeof(struct nrma_rndv_seg) * NRMA_IOV_LIMIT;
 	int ret;
 
 	x->virt_addr = ep->info->domain_attr->mr_mode &
@@ -121,9 +123,10 @@ static int xfer_pools_init(struct nrma_ep *ep, struct nrma_xfer *x)
 	x->seg_size = x->eager_size > 2 * sizeof(struct nrma_hdr) ?
 			      x->eager_size - sizeof(struct nrma_hdr) :
 			      x->eager_size;
-	/* A buffer holds an eager payload or a rendezvous request. */
+	if (least < NRMA_XFER_BUF_MIN)
+		least = NRMA_XFER_BUF_MIN;
 	x->buf_size = sizeof(struct nrma_hdr) +
-		      (x->eager_size > rndv_size ? x->eager_size : rndv_size);
+		      (x->eager_size > least ? x->eager_size : least);
 	x->own_tx.max = tx;
 	x->tx = &x->own_tx;
 	xfer_credits_init(x);
@@ -190,6 +193,7 @@ int nrma_xfer_open(struct nrma_ep *ep)
 	nrma_dlist_init(&x->connecting);
 	nrma_dlist_init(&x->triggered);
 	nrma_dlist_init(&x->held_conns);
+	nrma_dlist_init(&x->atomic_waiting);
 	ep->xfer = x;
 	ret = xfer_pools_init(ep, x);
 	if (ret) {

@@ -63,6 +63,8 @@
 #define NRMA_ACKS_OWED_MAX  65536
 /* Segments one send has in flight at most. */
 #define NRMA_SAR_WINDOW	    16
+/* A bounce buffer's bytes at least: an atomic loop's state (nrma_atomic_loop.c). */
+#define NRMA_XFER_BUF_MIN   512
 /* Work requests one operation posts at most. */
 #define NRMA_OP_MAX_WRS	    NRMA_IOV_LIMIT
 _Static_assert(NRMA_OP_MAX_WRS <= NRMA_WR_SLOTS_MASK,
@@ -169,6 +171,9 @@ struct nrma_xfer_conn {
 	struct nrma_dlist held;	     /* struct nrma_tx_held */
 	struct nrma_dlist held_link; /* on the endpoint's list of those */
 	const void *held_posting;    /* the args of one posted again */
+	/* An atomic's loop is on its way (nrma_atomic_loop.c): transmits
+	 * after it wait here, held, until it ends. */
+	bool atomic_looping;
 	/* Messages shorter than this may go as light sends: inline, built
 	 * on the stack (nrma_send_conn_open); 0: none. */
 	size_t light_send_below;
@@ -203,6 +208,7 @@ enum nrma_op_kind {
 	NRMA_OP_CREDIT,	 /* credits given back to the peer */
 	NRMA_OP_RESOLVE, /* a read of a slot of the peer's key table */
 	NRMA_OP_NOTIFY,	 /* a batch's notification atomics (nrma_batch.c) */
+	NRMA_OP_ATOMIC,	 /* an atomic run as a loop (nrma_atomic_loop.c) */
 };
 
 /* Where a coalesced write's notification is (nrma_batch.c). */
@@ -408,6 +414,7 @@ struct nrma_xfer {
 	struct nrma_dlist connecting;	  /* sends waiting for a connection */
 	struct nrma_dlist triggered;	  /* held for their counters */
 	struct nrma_dlist held_conns;	  /* with transmits held for a key */
+	struct nrma_dlist atomic_waiting; /* atomic loops waiting for room */
 	/* Something was queued on one of the lists nrma_xfer_waiting looks
 	 * at since progress last found them all empty. */
 	bool waiting;
@@ -432,6 +439,7 @@ static inline bool nrma_xfer_waiting(const struct nrma_xfer *x)
 	       !nrma_dlist_empty(&x->batch_deferred) ||
 	       !nrma_dlist_empty(&x->connecting) ||
 	       !nrma_dlist_empty(&x->held_conns) ||
+	       !nrma_dlist_empty(&x->atomic_waiting) ||
 	       !nrma_dlist_empty(&x->blocked_conns) ||
 	       !nrma_dlist_empty(&x->credit_owed);
 }
@@ -642,7 +650,8 @@ void *nrma_tx_held_data(struct nrma_tx_held *h, size_t args_size);
  */
 ssize_t nrma_tx_hold(struct nrma_ep *ep, struct nrma_conn *conn,
 		     struct nrma_tx_held *h);
-/* Whether conn holds transmits (a send waits behind them). */
+/* Whether conn holds transmits or runs an atomic's loop: a transmit
+ * waits behind them. */
 bool nrma_tx_held_waits(const struct nrma_conn *conn);
 /*
  * Whether a transmit with args must be held on conn: its key is being

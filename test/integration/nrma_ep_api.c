@@ -84,10 +84,10 @@ static void check_class_sizes(struct fid_ep *ep, const struct fi_info *info)
 	}
 	if (max != SIZE_MAX)
 		CHECK_RET(set_size(ep, OPT_MAX_MSG_SIZE, max + 1), -FI_EINVAL);
-	/* An atomic moves one 64-bit element. */
-	CHECK(get_size(ep, OPT_MAX_ATOMIC_SIZE) == sizeof(uint64_t));
-	CHECK(get_size(ep, OPT_INJECT_ATOMIC_SIZE) == sizeof(uint64_t));
-	CHECK_RET(set_size(ep, OPT_MAX_ATOMIC_SIZE, 16), -FI_EINVAL);
+	/* An atomic moves 64 bytes of elements at most. */
+	CHECK(get_size(ep, OPT_MAX_ATOMIC_SIZE) == 64);
+	CHECK(get_size(ep, OPT_INJECT_ATOMIC_SIZE) == 64);
+	CHECK_RET(set_size(ep, OPT_MAX_ATOMIC_SIZE, 65), -FI_EINVAL);
 }
 
 static void check_other_options(struct fid_ep *ep)

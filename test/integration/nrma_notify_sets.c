@@ -12,8 +12,10 @@
  *      their sum never ahead of the writes in place.
  *   2. Read-notify: the counter moves only once the read has taken its
  *      data (the target then overwrites it; the reads never see that).
- *   3. Atomic-notify, fetching and not: the counter never ahead of the
- *      atomics done; a signal that adds 7 adds 7.
+ *   3. Atomic-notify, fetching and not, of the 64-bit word and (an
+ *      initiator's compare-and-swap loop) of its low 32-bit half: the
+ *      counter never ahead of the atomics done; a signal that adds 7
+ *      adds 7.
  *   4. A reset returns the old value exactly while 20,000 write-notifies
  *      land: the resets' sum is 20,000.
  *   5. wait and waitsome: time out on idle counters, find the right one.
@@ -425,13 +427,18 @@ static void s2_initiator(struct rt_node *n, struct notifier *p)
 	free(local);
 }
 
-/* Fetch-and-add 1 to the atomics' word, notifying counter 3. */
-static uint64_t sa_post(struct rt_node *n, struct notifier *p, bool fetch)
+/*
+ * Adds 1 to the atomics' word, notifying counter 3: to the word, or
+ * (half) to its low 32 bits on this little-endian host, which the
+ * initiator does with a compare-and-swap loop.  The old value fetched.
+ */
+static uint64_t sa_post(struct rt_node *n, struct notifier *p, bool fetch,
+			bool half)
 {
 	const struct rt_rkey *data = &p->km.k[K_DATA];
 	struct fi_nrma_notify note = { .set = desc_of(&p->km.k[K_SMALL]),
 				       .index = 3 };
-	uint64_t one = 1, old = UINT64_MAX;
+	uint64_t one = 1, old = 0;
 	struct fi_ioc ioc = { .addr = &one, .count = 1 };
 	struct fi_ioc res = { .addr = &old, .count = 1 };
 	struct fi_rma_ioc rioc = { .addr = data->addr + SA_WORD * 8,
@@ -442,7 +449,7 @@ static uint64_t sa_post(struct rt_node *n, struct notifier *p, bool fetch)
 				     .addr = n->peer,
 				     .rma_iov = &rioc,
 				     .rma_iov_count = 1,
-				     .datatype = FI_UINT64,
+				     .datatype = half ? FI_UINT32 : FI_UINT64,
 				     .op = FI_SUM };
 
 	RT_POST(fetch ? p->ops->fetch_atomicmsg(n->ep, &msg, &res, NULL, 1,
@@ -473,7 +480,7 @@ static void sa_initiator(struct rt_node *n, struct notifier *p)
 	rt_expect(&cc, SIG_GO, "the atomics");
 	for (uint64_t k = 0; k < SA_OPS; k++) {
 		bool fetched = k & 1;
-		uint64_t old = sa_post(n, p, fetched);
+		uint64_t old = sa_post(n, p, fetched, k & 2);
 
 		if (k == 1)
 			first = old;
