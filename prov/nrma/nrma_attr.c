@@ -282,10 +282,23 @@ static bool ep_unmet(const struct fi_ep_attr *prov,
 	       exceeds(want->auth_key_size, 0);
 }
 
+/*
+ * Receive bits in a transmit context's caps, and transmit bits in a
+ * receive context's, mean nothing there: applications copy the
+ * endpoint's caps into both (Sandia OpenSHMEM does), as libfabric's own
+ * providers allow.
+ */
+#define NRMA_TX_IGNORED_CAPS                                         \
+	(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT | \
+	 FI_SOURCE | FI_MULTI_RECV | FI_DIRECTED_RECV)
+#define NRMA_RX_IGNORED_CAPS \
+	(FI_SEND | FI_READ | FI_WRITE | FI_FENCE | FI_TRIGGER | FI_NAMED_RX_CTX)
+
 static bool tx_unmet(const struct fi_tx_attr *prov,
 		     const struct fi_tx_attr *want)
 {
-	return mode_unmet(want->caps, prov->caps | NRMA_DOMAIN_CAPS) ||
+	return mode_unmet(want->caps & ~NRMA_TX_IGNORED_CAPS,
+			  prov->caps | NRMA_DOMAIN_CAPS) ||
 	       mode_unmet(prov->mode, want->mode) ||
 	       mode_unmet(want->op_flags, NRMA_TX_OP_FLAGS) ||
 	       mode_unmet(want->msg_order, prov->msg_order) ||
@@ -299,7 +312,7 @@ static bool tx_unmet(const struct fi_tx_attr *prov,
 static bool rx_unmet(const struct fi_rx_attr *prov,
 		     const struct fi_rx_attr *want, uint64_t asked_only)
 {
-	return mode_unmet(want->caps,
+	return mode_unmet(want->caps & ~NRMA_RX_IGNORED_CAPS,
 			  prov->caps | NRMA_DOMAIN_CAPS | asked_only) ||
 	       mode_unmet(prov->mode, want->mode) ||
 	       mode_unmet(want->op_flags, NRMA_RX_OP_FLAGS) ||

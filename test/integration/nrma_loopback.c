@@ -50,8 +50,8 @@ static void loop_atomics(uint64_t *mem, const struct rt_rkey *k)
 				k->addr + 32, k->key, FI_UINT64, FI_SUM, &old),
 		"a fetch-add on ourselves");
 	wait_done(&old, FI_ATOMIC | FI_READ, "the fetch-add");
-	EXPECT(old == 100 && mem[4] == 105, "fetch-add: old %" PRIu64
-	       ", word %" PRIu64, old, mem[4]);
+	EXPECT(old == 100 && mem[4] == 105,
+	       "fetch-add: old %" PRIu64 ", word %" PRIu64, old, mem[4]);
 	RT_POST(fi_fetch_atomic(n.ep, &max, 1, NULL, &old32, NULL, n.peer,
 				k->addr + 36, k->key, FI_UINT32, FI_MAX,
 				&old32),
