@@ -78,9 +78,8 @@ static bool calc_type_has(enum fi_datatype datatype, enum fi_op op)
 bool nrma_atomic_calc_valid(enum fi_datatype datatype, enum fi_op op,
 			    enum nrma_atomic_kind kind)
 {
-	return nrma_atomic_calc_size(datatype) &&
-	       (unsigned) op < FI_ATOMIC_OP_LAST && calc_form_has(op, kind) &&
-	       calc_type_has(datatype, op);
+	return nrma_atomic_calc_size(datatype) && (unsigned) op <= FI_MSWAP &&
+	       calc_form_has(op, kind) && calc_type_has(datatype, op);
 }
 
 /* A bitwise operation, byte by byte: the same for every width. */

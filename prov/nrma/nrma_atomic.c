@@ -23,11 +23,20 @@
 #include "nrma_trigger.h"
 #include "nrma_xfer.h"
 
+/*
+ * The datatypes and operations libfabric names, 1.x's and those 2.0 added
+ * (FI_FLOAT16 to FI_FLOAT8_E5M2 after FI_UINT128, FI_DIFF after FI_MSWAP),
+ * by number, so that builds against either answer alike: past them is
+ * -FI_EINVAL, a named one nrma does not do -FI_EOPNOTSUPP.
+ */
+#define ATOMIC_DATATYPES_NAMED (FI_UINT128 + 5)
+#define ATOMIC_OPS_NAMED       (FI_MSWAP + 2)
+
 int nrma_atomic_valid(enum fi_datatype datatype, enum fi_op op,
 		      enum nrma_atomic_kind kind, size_t *count)
 {
-	/* FI_DATATYPE_LAST is kept for compatibility; 128-bit types follow. */
-	if (datatype > FI_UINT128 || (unsigned) op >= FI_ATOMIC_OP_LAST)
+	if ((unsigned) datatype >= ATOMIC_DATATYPES_NAMED ||
+	    (unsigned) op >= ATOMIC_OPS_NAMED)
 		return -FI_EINVAL;
 	if (!nrma_atomic_calc_valid(datatype, op, kind))
 		return -FI_EOPNOTSUPP;

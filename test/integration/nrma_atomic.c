@@ -242,7 +242,7 @@ static void part5_support(void)
 		     "base SUM double complex");
 	expect_valid(fi_atomicvalid, FI_UINT128, FI_SUM, -FI_EOPNOTSUPP,
 		     "base SUM u128");
-	expect_valid(fi_atomicvalid, FI_UINT128 + 1, FI_SUM, -FI_EINVAL,
+	expect_valid(fi_atomicvalid, FI_UINT128 + 5, FI_SUM, -FI_EINVAL,
 		     "a datatype past the last");
 	expect_valid(fi_fetch_atomicvalid, FI_UINT64, FI_ATOMIC_READ, 0,
 		     "fetch READ u64");

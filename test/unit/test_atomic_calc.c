@@ -89,8 +89,8 @@ static void test_sizes_and_table(void **state)
 					   NRMA_ATOMIC_COMPARE));
 	assert_false(nrma_atomic_calc_valid(FI_DOUBLE_COMPLEX, FI_SUM,
 					    NRMA_ATOMIC_BASE));
-	assert_false(nrma_atomic_calc_valid(FI_INT64, FI_ATOMIC_OP_LAST,
-					    NRMA_ATOMIC_FETCH));
+	assert_false(nrma_atomic_calc_valid(
+		FI_INT64, (enum fi_op)(FI_MSWAP + 1), NRMA_ATOMIC_FETCH));
 }
 
 /* Integer arithmetic wraps in the element, never into its neighbour. */
