@@ -179,6 +179,7 @@ struct nrma_params {
 	size_t notify_coalesce;	  /* notified writes one atomic may count */
 	bool msg_ep;		  /* offer FI_EP_MSG endpoints */
 	int stall_ms;		  /* fail a connection whose work stalls */
+	int progress_ms;	  /* automatic data progress: its tick */
 };
 extern struct nrma_params nrma_params;
 
@@ -555,6 +556,9 @@ struct nrma_ep {
 	struct sockaddr_in name; /* fixed at fi_enable */
 	bool enabled;
 	bool watched; /* by its domain's control thread, since fi_enable */
+	/* A CQ or counter read progressed it since automatic data progress
+	 * last looked (nrma_progress_auto). */
+	bool app_progressed;
 	/* Positive: the critical error that disabled it for good (a device
 	 * event, nrma_progress_disable); only fi_close is left. */
 	int critical;
@@ -668,6 +672,12 @@ void nrma_progress_ep_read(struct nrma_ep *ep, struct nrma_comp_reader *reader);
 		ret_;                         \
 	})
 int nrma_progress_arm(struct nrma_ep *ep);
+/*
+ * Automatic data progress, the domain's thread's: progresses ep unless the
+ * application did since the last look, and arms its device CQ so that a
+ * completion wakes the thread.  Whether ep has work out, to look again.
+ */
+bool nrma_progress_auto(struct nrma_ep *ep);
 /* Before close: ACKs owed to peers get out, for a bounded time. */
 void nrma_progress_linger(struct nrma_ep *ep);
 /*
@@ -675,13 +685,17 @@ void nrma_progress_linger(struct nrma_ep *ep);
  * connection events of the endpoints it watches, from fi_enable on, and
  * the device's events: an endpoint that one breaks hears of it through
  * report (err positive, prov_errno the ibv_event_type), which the
- * domain's layer gives it.  A fabric's thread (no device: vdom NULL)
- * watches its passive endpoints' listeners.
+ * domain's layer gives it.  With auto_data (a domain opened with
+ * FI_PROGRESS_AUTO data progress), it also progresses the endpoints the
+ * application leaves alone (nrma_progress_auto): on their device CQs'
+ * events, and every FI_NRMA_PROGRESS_MS while one has work out.  A
+ * fabric's thread (no device: vdom NULL) watches its passive endpoints'
+ * listeners.
  */
 typedef void (*nrma_async_report_fn)(struct nrma_ep *ep, int err,
 				     int prov_errno);
 int nrma_cm_thread_open(struct nrma_verbs_domain *vdom,
-			nrma_async_report_fn report,
+			nrma_async_report_fn report, bool auto_data,
 			struct nrma_cm_thread **thread);
 void nrma_cm_thread_close(struct nrma_cm_thread *thread);
 void nrma_cm_thread_stop_all(void);

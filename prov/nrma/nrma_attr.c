@@ -225,18 +225,18 @@ static bool name_differs(const char *want, const char *have)
 	return want && strcmp(want, have);
 }
 
-/* Automatic progress serves an application that would drive it too. */
-static bool progress_unmet(enum fi_progress want, enum fi_progress have)
+/* Data progress is either: automatic runs the domain's thread. */
+static bool data_progress_unmet(enum fi_progress want)
 {
-	return want == FI_PROGRESS_AUTO && have != FI_PROGRESS_AUTO;
+	return want != FI_PROGRESS_UNSPEC && want != FI_PROGRESS_AUTO &&
+	       want != FI_PROGRESS_MANUAL;
 }
 
 static bool domain_unmet(uint32_t version, const struct fi_domain_attr *prov,
 			 const struct fi_domain_attr *want, uint64_t caps)
 {
 	return name_differs(want->name, prov->name) ||
-	       progress_unmet(want->control_progress, prov->control_progress) ||
-	       progress_unmet(want->data_progress, prov->data_progress) ||
+	       data_progress_unmet(want->data_progress) ||
 	       (want->av_type != FI_AV_UNSPEC && want->av_type != FI_AV_MAP &&
 		want->av_type != FI_AV_TABLE) ||
 	       mr_mode_unmet(version, caps, want->mr_mode) ||
@@ -485,6 +485,10 @@ static void narrow_domain(uint32_t version, struct fi_domain_attr *dom,
 	 * the answer says what it asked for. */
 	if (want->control_progress != FI_PROGRESS_UNSPEC)
 		dom->control_progress = want->control_progress;
+	/* Data progress is manual unless asked to be automatic: then the
+	 * domain's thread progresses what the application leaves alone. */
+	if (want->data_progress != FI_PROGRESS_UNSPEC)
+		dom->data_progress = want->data_progress;
 	if (want->resource_mgmt != FI_RM_UNSPEC)
 		dom->resource_mgmt = want->resource_mgmt;
 	dom->av_type = want->av_type;

@@ -4,7 +4,11 @@
  * of its enabled endpoints (and a fabric's on its passive endpoints'
  * listeners) and handles their events as they come, so that a peer is
  * accepted while the application makes no call.  It also reads the
- * device's asynchronous events and hands them to the endpoints they break.
+ * device's asynchronous events and hands them to the endpoints they break,
+ * and, in a domain opened with automatic data progress, progresses the
+ * endpoints that the application leaves alone: on their device CQs'
+ * events, and on a tick while one has work out, since work that waits for
+ * credits or for the application's CQ room raises no event.
  */
 #include <errno.h>
 #include <signal.h>
@@ -12,20 +16,25 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nrma_progress.h"
 #include "nrma_xfer.h"
 
 #define NRMA_CM_THREAD_BATCH 16
+/* With automatic data progress and no work out: a look now and then. */
+#define NRMA_CM_THREAD_IDLE_MS 100
 
 /*
- * What the thread watches: an endpoint's connections, or a passive
- * endpoint's listener (handled by fn).  key is its epoll ptr.
+ * What the thread watches: an endpoint's connections, its device CQ's
+ * channel (data, with automatic data progress), or a passive endpoint's
+ * listener (handled by fn).  key is its epoll ptr.
  */
 struct cm_thread_watch {
 	void *key;
 	struct nrma_ep *ep;
+	bool data;
 	void (*fn)(void *arg);
 };
 
@@ -33,13 +42,20 @@ struct nrma_cm_thread {
 	pthread_t thread;
 	pthread_mutex_t lock; /* held while it handles what it watches */
 	int epoll_fd;
-	int stop_fd; /* in the epoll set with a NULL ptr */
+	int wake_fd; /* in the epoll set with a NULL ptr */
+	atomic_bool stopping;
 	/* The device's events, if any: in the epoll set with the thread's
 	 * ptr. */
 	struct nrma_verbs_domain *vdom;
 	nrma_async_report_fn report;
 	struct cm_thread_watch *watches;
 	size_t count;
+	/* Automatic data progress: endpoints it progresses, whether one
+	 * had work out at the last tick, and when the next is due. */
+	bool auto_data;
+	size_t data_count;
+	bool busy;
+	int64_t next_tick_ms;
 	struct nrma_dlist running; /* in cm_threads while it runs */
 	pid_t pid;		   /* the process that started it */
 };
@@ -61,14 +77,31 @@ static struct cm_thread_watch *cm_thread_watch_of(struct nrma_cm_thread *t,
 	return NULL;
 }
 
-/* What was unwatched since epoll_wait returned is left alone. */
+static int64_t cm_thread_now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/*
+ * What was unwatched since epoll_wait returned is left alone.  An endpoint
+ * found with work out on its CQ's event has the ticks start.
+ */
 static void cm_thread_handle(struct nrma_cm_thread *t, void *key)
 {
 	struct cm_thread_watch *w;
 
 	pthread_mutex_lock(&t->lock);
 	w = cm_thread_watch_of(t, key);
-	if (w && w->ep) {
+	if (w && w->data) {
+		if (nrma_progress_auto(w->ep) && !t->busy) {
+			t->busy = true;
+			t->next_tick_ms =
+				cm_thread_now_ms() + nrma_params.progress_ms;
+		}
+	} else if (w && w->ep) {
 		pthread_mutex_lock(w->ep->lock);
 		nrma_cm_progress(w->ep->cm);
 		pthread_mutex_unlock(w->ep->lock);
@@ -140,7 +173,7 @@ static void cm_thread_device_event(struct nrma_cm_thread *reader,
 			continue;
 		pthread_mutex_lock(&t->lock);
 		for (size_t i = 0; i < t->count; i++)
-			if (t->watches[i].ep)
+			if (t->watches[i].ep && !t->watches[i].data)
 				cm_thread_device_event_ep(t, t->watches[i].ep,
 							  ev);
 		pthread_mutex_unlock(&t->lock);
@@ -156,13 +189,51 @@ static void cm_thread_device_events(struct nrma_cm_thread *t)
 		cm_thread_device_event(t, &ev);
 }
 
+/*
+ * Every endpoint it progresses, when a tick is due: the next comes after
+ * FI_NRMA_PROGRESS_MS while one has work out, else after a while.  How
+ * long to sleep until then; -1, forever, with no such endpoint.
+ */
+static int cm_thread_tick(struct nrma_cm_thread *t)
+{
+	int64_t now = cm_thread_now_ms();
+	int left = -1;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->data_count && now >= t->next_tick_ms) {
+		t->busy = false;
+		for (size_t i = 0; i < t->count; i++)
+			if (t->watches[i].data)
+				t->busy |= nrma_progress_auto(t->watches[i].ep);
+		t->next_tick_ms = now + (t->busy ? nrma_params.progress_ms
+						 : NRMA_CM_THREAD_IDLE_MS);
+	}
+	if (t->data_count)
+		left = (int) (t->next_tick_ms - now);
+	pthread_mutex_unlock(&t->lock);
+	return left;
+}
+
+/* A write to wake_fd: to stop, or to look at a new endpoint. */
+static bool cm_thread_woken(struct nrma_cm_thread *t)
+{
+	uint64_t count;
+
+	if (read(t->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		NRMA_WARN(FI_LOG_EP_CTRL, "wake event lost: %s\n",
+			  strerror(errno));
+	return !atomic_load(&t->stopping);
+}
+
 static void *cm_thread_main(void *arg)
 {
 	struct nrma_cm_thread *t = arg;
 	struct epoll_event ev[NRMA_CM_THREAD_BATCH];
+	int timeout = -1;
 
 	for (;;) {
-		int n = epoll_wait(t->epoll_fd, ev, NRMA_CM_THREAD_BATCH, -1);
+		int n = epoll_wait(t->epoll_fd, ev, NRMA_CM_THREAD_BATCH,
+				   timeout);
 
 		if (n < 0 && errno != EINTR) {
 			NRMA_WARN(FI_LOG_EP_CTRL,
@@ -171,21 +242,33 @@ static void *cm_thread_main(void *arg)
 			return NULL;
 		}
 		for (int i = 0; i < n; i++) {
-			if (!ev[i].data.ptr)
+			if (!ev[i].data.ptr && !cm_thread_woken(t))
 				return NULL;
 			if (ev[i].data.ptr == t)
 				cm_thread_device_events(t);
-			else
+			else if (ev[i].data.ptr)
 				cm_thread_handle(t, ev[i].data.ptr);
 		}
+		if (t->auto_data)
+			timeout = cm_thread_tick(t);
 	}
 }
 
-static int cm_thread_epoll_add(int epoll_fd, int fd, void *ptr)
+static int cm_thread_epoll_add(int epoll_fd, int fd, uint32_t events,
+			       void *ptr)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ptr };
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
 
 	return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static void cm_thread_wake(struct nrma_cm_thread *t)
+{
+	uint64_t one = 1;
+
+	if (write(t->wake_fd, &one, sizeof(one)) != sizeof(one))
+		NRMA_WARN(FI_LOG_DOMAIN, "cannot wake control progress: %s\n",
+			  strerror(errno));
 }
 
 /* The application's signals are for its own threads. */
@@ -213,7 +296,6 @@ static int cm_thread_start(struct nrma_cm_thread *t)
  */
 static void cm_thread_stop(struct nrma_cm_thread *t)
 {
-	uint64_t one = 1;
 	bool running;
 
 	pthread_mutex_lock(&cm_threads_lock);
@@ -223,17 +305,15 @@ static void cm_thread_stop(struct nrma_cm_thread *t)
 	pthread_mutex_unlock(&cm_threads_lock);
 	if (!running)
 		return;
-	if (write(t->stop_fd, &one, sizeof(one)) != sizeof(one))
-		NRMA_WARN(FI_LOG_DOMAIN, "cannot stop control progress: %s\n",
-			  strerror(errno));
-	else
-		pthread_join(t->thread, NULL);
+	atomic_store(&t->stopping, true);
+	cm_thread_wake(t);
+	pthread_join(t->thread, NULL);
 }
 
 static void cm_thread_free(struct nrma_cm_thread *t)
 {
-	if (t->stop_fd >= 0)
-		close(t->stop_fd);
+	if (t->wake_fd >= 0)
+		close(t->wake_fd);
 	if (t->epoll_fd >= 0)
 		close(t->epoll_fd);
 	pthread_mutex_destroy(&t->lock);
@@ -246,21 +326,21 @@ static int cm_thread_fds(struct nrma_cm_thread *t)
 	int event_fd;
 
 	t->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	t->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (t->epoll_fd < 0 || t->stop_fd < 0)
+	t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (t->epoll_fd < 0 || t->wake_fd < 0)
 		return -errno;
-	if (cm_thread_epoll_add(t->epoll_fd, t->stop_fd, NULL))
+	if (cm_thread_epoll_add(t->epoll_fd, t->wake_fd, EPOLLIN, NULL))
 		return -errno;
 	if (!t->vdom)
 		return 0;
 	event_fd = nrma_verbs_domain_event_fd(t->vdom);
 	if (event_fd < 0)
 		return event_fd;
-	return cm_thread_epoll_add(t->epoll_fd, event_fd, t);
+	return cm_thread_epoll_add(t->epoll_fd, event_fd, EPOLLIN, t);
 }
 
 int nrma_cm_thread_open(struct nrma_verbs_domain *vdom,
-			nrma_async_report_fn report,
+			nrma_async_report_fn report, bool auto_data,
 			struct nrma_cm_thread **thread)
 {
 	struct nrma_cm_thread *t = calloc(1, sizeof(*t));
@@ -272,6 +352,7 @@ int nrma_cm_thread_open(struct nrma_verbs_domain *vdom,
 	nrma_dlist_init(&t->running);
 	t->vdom = vdom;
 	t->report = report;
+	t->auto_data = auto_data;
 	ret = cm_thread_fds(t);
 	if (!ret)
 		ret = cm_thread_start(t);
@@ -320,6 +401,10 @@ void nrma_cm_thread_stop_all(void)
 		cm_thread_stop(t);
 }
 
+/*
+ * A data watch's channel raises one event per arming, edge-triggered: the
+ * application's own progress may consume it first.
+ */
 static int cm_thread_add(struct nrma_cm_thread *t, int fd,
 			 struct cm_thread_watch w)
 {
@@ -333,9 +418,12 @@ static int cm_thread_add(struct nrma_cm_thread *t, int fd,
 		goto out;
 	}
 	t->watches = watches;
-	ret = cm_thread_epoll_add(t->epoll_fd, fd, w.key);
-	if (!ret)
+	ret = cm_thread_epoll_add(t->epoll_fd, fd,
+				  w.data ? EPOLLIN | EPOLLET : EPOLLIN, w.key);
+	if (!ret) {
 		t->watches[t->count++] = w;
+		t->data_count += w.data;
+	}
 out:
 	pthread_mutex_unlock(&t->lock);
 	return ret;
@@ -350,19 +438,41 @@ static void cm_thread_del(struct nrma_cm_thread *t, int fd, void *key)
 	w = cm_thread_watch_of(t, key);
 	if (w) {
 		epoll_ctl(t->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+		t->data_count -= w->data;
 		*w = t->watches[--t->count];
 	}
 	pthread_mutex_unlock(&t->lock);
 }
 
+/*
+ * With automatic data progress, the endpoint's device CQ too, keyed by its
+ * verbs resources; the thread looks at it at once.
+ */
 int nrma_cm_thread_watch(struct nrma_cm_thread *t, struct nrma_ep *ep)
 {
-	return cm_thread_add(t, nrma_cm_fd(ep->cm),
-			     (struct cm_thread_watch){ .key = ep, .ep = ep });
+	int ret = cm_thread_add(t, nrma_cm_fd(ep->cm),
+				(struct cm_thread_watch){ .key = ep, .ep = ep });
+
+	if (ret || !t->auto_data)
+		return ret;
+	ret = cm_thread_add(t, nrma_verbs_ep_fd(ep->verbs),
+			    (struct cm_thread_watch){
+				    .key = ep->verbs, .ep = ep, .data = true });
+	if (ret) {
+		cm_thread_del(t, nrma_cm_fd(ep->cm), ep);
+		return ret;
+	}
+	pthread_mutex_lock(&t->lock);
+	t->next_tick_ms = 0;
+	pthread_mutex_unlock(&t->lock);
+	cm_thread_wake(t);
+	return 0;
 }
 
 void nrma_cm_thread_unwatch(struct nrma_cm_thread *t, struct nrma_ep *ep)
 {
+	if (t->auto_data)
+		cm_thread_del(t, nrma_verbs_ep_fd(ep->verbs), ep->verbs);
 	cm_thread_del(t, nrma_cm_fd(ep->cm), ep);
 }
 
@@ -381,7 +491,7 @@ void nrma_cm_thread_each_ep(struct nrma_cm_thread *t,
 	for (size_t i = 0; i < t->count; i++) {
 		struct nrma_ep *ep = t->watches[i].ep;
 
-		if (!ep)
+		if (!ep || t->watches[i].data)
 			continue;
 		pthread_mutex_lock(ep->lock);
 		fn(ep, arg);

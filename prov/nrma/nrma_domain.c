@@ -176,6 +176,8 @@ static int domain_resources_open(struct nrma_domain *domain,
 	if (ret)
 		goto err_keytab;
 	ret = nrma_cm_thread_open(domain->verbs, domain_async_report,
+				  domain->info->domain_attr->data_progress ==
+					  FI_PROGRESS_AUTO,
 				  &domain->cm_thread);
 	if (ret)
 		goto err_claims;

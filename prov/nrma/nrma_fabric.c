@@ -30,7 +30,8 @@ int nrma_fabric_cm_thread(struct nrma_fabric *fabric,
 
 	pthread_mutex_lock(&fabric->lock);
 	if (!fabric->cm_thread)
-		ret = nrma_cm_thread_open(NULL, NULL, &fabric->cm_thread);
+		ret = nrma_cm_thread_open(NULL, NULL, false,
+					  &fabric->cm_thread);
 	*thread = fabric->cm_thread;
 	pthread_mutex_unlock(&fabric->lock);
 	return ret;

@@ -26,6 +26,7 @@ struct nrma_params nrma_params = {
 	.notify_coalesce = 1,
 	.msg_ep = true,
 	.stall_ms = 20000,
+	.progress_ms = 1,
 };
 
 static void nrma_cleanup(void)
@@ -121,6 +122,10 @@ static void nrma_define_params(void)
 		&nrma_prov, "stall_ms", FI_PARAM_INT,
 		"Fail a connection, its operations in error, when the device ended none of its work requests for this long; 0: trust the device's retries alone (default: %d)",
 		nrma_params.stall_ms);
+	fi_param_define(
+		&nrma_prov, "progress_ms", FI_PARAM_INT,
+		"In a domain opened with FI_PROGRESS_AUTO data progress: how long an endpoint with work out may go without a CQ or counter read of the application's before the domain's thread progresses it (default: %d)",
+		nrma_params.progress_ms);
 }
 
 static void nrma_read_bool(const char *name, bool *value)
@@ -161,6 +166,13 @@ static void nrma_read_params(void)
 			  "FI_NRMA_STALL_MS=%d: negative, using 0\n",
 			  nrma_params.stall_ms);
 		nrma_params.stall_ms = 0;
+	}
+	fi_param_get_int(&nrma_prov, "progress_ms", &nrma_params.progress_ms);
+	if (nrma_params.progress_ms < 1) {
+		NRMA_WARN(FI_LOG_CORE,
+			  "FI_NRMA_PROGRESS_MS=%d: below 1, using 1\n",
+			  nrma_params.progress_ms);
+		nrma_params.progress_ms = 1;
 	}
 	if (!fi_param_get_str(&nrma_prov, "notify_fence", &fence)) {
 		if (!strcmp(fence, "always"))

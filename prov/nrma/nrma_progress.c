@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Data progress, which is manual: reading a CQ or counter progresses the
- * endpoints bound to it (their endpoint set), and an endpoint's progress
- * reaps its device completions, hands each to the side of the protocol it
- * belongs to, retries what a full queue held back, and frees the
- * connections they released.  Control progress, automatic, is the
+ * Data progress, manual unless the domain asked for automatic: reading a
+ * CQ or counter progresses the endpoints bound to it (their endpoint set),
+ * and in a domain opened FI_PROGRESS_AUTO the domain's thread progresses
+ * those the application leaves alone (nrma_progress_auto).  An
+ * endpoint's progress reaps its device completions, hands each to the side
+ * of the protocol it belongs to, retries what a full queue held back, and
+ * frees the connections they released.  Control progress, automatic, is the
  * thread of nrma_cm_thread.c.  Connection management reports back
  * through the callbacks at the end of this file.
  */
@@ -351,6 +353,7 @@ void nrma_progress_ep_read(struct nrma_ep *ep, struct nrma_comp_reader *reader)
 		progress_poll(ep, reader);
 		nrma_cm_reap(ep->cm);
 		triggered = !nrma_dlist_empty(&ep->xfer->triggered);
+		ep->app_progressed = true;
 	}
 	pthread_mutex_unlock(ep->lock);
 	if (triggered)
@@ -378,6 +381,35 @@ int nrma_progress_arm(struct nrma_ep *ep)
 	}
 	pthread_mutex_unlock(ep->lock);
 	return ret;
+}
+
+/*
+ * An endpoint that the application holds, or progressed since the last
+ * look, is left to it: the thread would only contend for its lock.  One
+ * left alone is progressed, and its CQ armed (then polled once more, as
+ * in nrma_progress_arm) so that its next completion wakes the thread.
+ */
+bool nrma_progress_auto(struct nrma_ep *ep)
+{
+	bool busy = false, triggered = false;
+
+	if (pthread_mutex_trylock(ep->lock))
+		return true;
+	if (ep->enabled && ep->app_progressed) {
+		ep->app_progressed = false;
+		busy = progress_busy(ep->xfer);
+	} else if (ep->enabled) {
+		progress_poll(ep, NULL);
+		nrma_cm_reap(ep->cm);
+		if (!nrma_verbs_ep_arm(ep->verbs))
+			progress_poll(ep, NULL);
+		triggered = !nrma_dlist_empty(&ep->xfer->triggered);
+		busy = triggered || progress_busy(ep->xfer);
+	}
+	pthread_mutex_unlock(ep->lock);
+	if (triggered)
+		nrma_trigger_fire_ready(ep);
+	return busy;
 }
 
 /*

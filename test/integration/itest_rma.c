@@ -59,6 +59,7 @@ struct itest_chan rt_initiator_chan(struct itest_link *links, int n, int me)
 
 uint64_t rt_extra_caps;
 enum fi_threading rt_threading = FI_THREAD_UNSPEC;
+enum fi_progress rt_data_progress = FI_PROGRESS_UNSPEC;
 
 struct fi_info *rt_getinfo(void)
 {
@@ -71,6 +72,7 @@ struct fi_info *rt_getinfo(void)
 	hints->domain_attr->name = strdup(itest_device());
 	CHECK(hints->domain_attr->name != NULL);
 	hints->domain_attr->threading = rt_threading;
+	hints->domain_attr->data_progress = rt_data_progress;
 	RT_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
 	CHECK(info != NULL);
 	fi_freeinfo(hints);
@@ -81,6 +83,13 @@ struct fi_info *rt_getinfo(void)
 		       info->domain_attr->threading == rt_threading,
 	       "threading %d, asked for %d", info->domain_attr->threading,
 	       rt_threading);
+	/* Manual unless asked: automatic costs a thread's ticks. */
+	EXPECT(info->domain_attr->data_progress ==
+		       (rt_data_progress == FI_PROGRESS_AUTO
+				? FI_PROGRESS_AUTO
+				: FI_PROGRESS_MANUAL),
+	       "data progress %d, asked for %d",
+	       info->domain_attr->data_progress, rt_data_progress);
 	return info;
 }
 

@@ -101,10 +101,11 @@ struct itest_chan rt_initiator_chan(struct itest_link *links, int n, int me);
 /* Fabric, domain and endpoints */
 
 /* Hints for RMA and atomics with remote counters; FI_MR_RMA_EVENT as an
- * app would; rt_extra_caps and rt_threading (set before the first call)
- * asked for too. */
+ * app would; rt_extra_caps, rt_threading and rt_data_progress (set
+ * before the first call) asked for too. */
 extern uint64_t rt_extra_caps;
 extern enum fi_threading rt_threading;
+extern enum fi_progress rt_data_progress;
 struct fi_info *rt_getinfo(void);
 
 /* This process's domain (itest_info, itest_domain_fid), opened on first

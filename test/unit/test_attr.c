@@ -950,10 +950,20 @@ static void test_progress(void **state)
 	struct fi_info *hints = hints_alloc(), *info = NULL;
 
 	(void) state;
+	/* data progress is either, as asked (automatic runs the domain's
+	 * thread); nothing else */
 	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->domain_attr->data_progress, FI_PROGRESS_AUTO);
+	fi_freeinfo(info);
+	info = NULL;
+	hints->domain_attr->data_progress = (enum fi_progress) 7;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	assert_int_equal(match(V_CUR, hints, &info), 0);
+	assert_int_equal(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
+	fi_freeinfo(info);
+	info = NULL;
 	/* connections are made by a thread: control progress is automatic,
 	 * which also serves an application that would drive it itself */
 	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
