@@ -7,7 +7,8 @@
  * until nrma_wordset_free.  The first NRMA_WORDSET_FIRST slots always
  * point at a word (one that stays 0 when unused), so a sum reads them
  * without a loop: a counter bound to a registration for both remote
- * writes and remote reads watches two words.  Readers that may race
+ * writes and remote reads watches three words (writes, reads, and updates:
+ * fetching atomics that may change the target).  Readers that may race
  * with a change need a sequence count around it (nrma_cntr.c).
  */
 #ifndef NRMA_WORDSET_H
@@ -18,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_WORDSET_FIRST 2
+#define NRMA_WORDSET_FIRST 3
 
 struct nrma_wordset {
 	struct nrma_wordset *replaced; /* the set before this one */

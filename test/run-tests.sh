@@ -148,8 +148,7 @@ run_integration_here() {
 
 # An ACTIVE verbs port, and the provider registers on it.
 have_device() {
-	ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE &&
-		FI_PROVIDER_PATH="$builddir/.libs" fi_info -p nrma >/dev/null 2>&1
+	"$srcdir/contrib/nrma-has-device" "$builddir"
 }
 
 # One VM boot for all integration tests; tallies the verdicts it prints.

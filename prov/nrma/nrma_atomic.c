@@ -119,10 +119,11 @@ static void atomic_wrs(struct nrma_wr_chain *chain,
 		       const struct nrma_remote *remote,
 		       const struct nrma_remote *set,
 		       const struct nrma_sge *result,
-		       const struct nrma_sge *scratch, bool fetch)
+		       const struct nrma_sge *scratch)
 {
 	atomic_wr(chain, a, remote, result);
-	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey, fetch, false, 1,
+	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey,
+			     nrma_rkey_atomic_counts(a->kind, a->op), false, 1,
 			     scratch);
 	if (a->notify)
 		nrma_rkey_notify_set_wr(chain, nrma_notify_set_add(a->notify),
@@ -143,7 +144,7 @@ static int atomic_post_light(struct nrma_ep *ep, struct nrma_conn *conn,
 
 	if (!nrma_tx_room(ep->xfer))
 		return -FI_EAGAIN;
-	atomic_wrs(&chain, conn, a, remote, set, scratch, scratch, false);
+	atomic_wrs(&chain, conn, a, remote, set, scratch, scratch);
 	return nrma_op_post_light(conn, &chain, a->context, flags);
 }
 
@@ -175,7 +176,7 @@ static int atomic_post_op(struct nrma_ep *ep, struct nrma_conn *conn,
 		op->iov_count = 1;
 		result = nrma_tx_buf_sge(x, op->buf, len);
 	}
-	atomic_wrs(&chain, conn, a, remote, set, &result, scratch, fetch);
+	atomic_wrs(&chain, conn, a, remote, set, &result, scratch);
 	ret = nrma_op_post(op, &chain);
 	if (ret)
 		nrma_op_free(x, op);

@@ -87,7 +87,8 @@ static void loop_notify_wrs(struct nrma_wr_chain *chain, struct nrma_ep *ep,
 	const struct nrma_sge *scratch = nrma_scratch_sge(ep->xfer);
 
 	nrma_rkey_notify_wrs(chain, op->conn, l->remote.cell_rkey,
-			     l->a.kind != NRMA_ATOMIC_BASE, false, 1, scratch);
+			     nrma_rkey_atomic_counts(l->a.kind, l->a.op), false,
+			     1, scratch);
 	if (l->a.notify)
 		nrma_rkey_notify_set_wr(chain, nrma_notify_set_add(&l->notify),
 					&l->set, scratch, false);

@@ -34,8 +34,8 @@ static void batch_wrs(struct nrma_wr_chain *chain, const struct nrma_conn *conn,
 	const struct nrma_notify_batch *b = &conn->xfer->batch;
 
 	nrma_wr_chain_init(chain);
-	nrma_rkey_notify_wrs(chain, conn, b->target.cell_rkey, false, false,
-			     b->count, scratch);
+	nrma_rkey_notify_wrs(chain, conn, b->target.cell_rkey,
+			     NRMA_RKEY_COUNTS_WRITE, false, b->count, scratch);
 	if (b->target.has_set) {
 		struct nrma_remote set = { .addr = b->target.set_addr,
 					   .rkey = b->target.set_rkey };

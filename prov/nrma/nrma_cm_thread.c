@@ -22,7 +22,7 @@
 #include "nrma_progress.h"
 #include "nrma_xfer.h"
 
-#define NRMA_CM_THREAD_BATCH 16
+#define NRMA_CM_THREAD_BATCH   16
 /* With automatic data progress and no work out: a look now and then. */
 #define NRMA_CM_THREAD_IDLE_MS 100
 
@@ -98,8 +98,8 @@ static void cm_thread_handle(struct nrma_cm_thread *t, void *key)
 	if (w && w->data) {
 		if (nrma_progress_auto(w->ep) && !t->busy) {
 			t->busy = true;
-			t->next_tick_ms =
-				cm_thread_now_ms() + nrma_params.progress_ms;
+			t->next_tick_ms = cm_thread_now_ms() +
+					  nrma_params.progress_ms;
 		}
 	} else if (w && w->ep) {
 		pthread_mutex_lock(w->ep->lock);
@@ -205,8 +205,8 @@ static int cm_thread_tick(struct nrma_cm_thread *t)
 		for (size_t i = 0; i < t->count; i++)
 			if (t->watches[i].data)
 				t->busy |= nrma_progress_auto(t->watches[i].ep);
-		t->next_tick_ms = now + (t->busy ? nrma_params.progress_ms
-						 : NRMA_CM_THREAD_IDLE_MS);
+		t->next_tick_ms = now + (t->busy ? nrma_params.progress_ms :
+						   NRMA_CM_THREAD_IDLE_MS);
 	}
 	if (t->data_count)
 		left = (int) (t->next_tick_ms - now);
@@ -254,8 +254,7 @@ static void *cm_thread_main(void *arg)
 	}
 }
 
-static int cm_thread_epoll_add(int epoll_fd, int fd, uint32_t events,
-			       void *ptr)
+static int cm_thread_epoll_add(int epoll_fd, int fd, uint32_t events, void *ptr)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = ptr };
 
@@ -450,8 +449,9 @@ static void cm_thread_del(struct nrma_cm_thread *t, int fd, void *key)
  */
 int nrma_cm_thread_watch(struct nrma_cm_thread *t, struct nrma_ep *ep)
 {
-	int ret = cm_thread_add(t, nrma_cm_fd(ep->cm),
-				(struct cm_thread_watch){ .key = ep, .ep = ep });
+	int ret =
+		cm_thread_add(t, nrma_cm_fd(ep->cm),
+			      (struct cm_thread_watch){ .key = ep, .ep = ep });
 
 	if (ret || !t->auto_data)
 		return ret;

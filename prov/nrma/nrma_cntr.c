@@ -67,16 +67,26 @@ static void cntr_unwatch(struct nrma_cntr *cntr, volatile uint64_t *word)
 	pthread_mutex_unlock(&cntr->lock);
 }
 
+/* Whether cntr counts the cell's updates: it is bound for either kind. */
+static bool cntr_counts_updates(const struct nrma_remote_cntrs *remote,
+				const struct nrma_cntr *cntr)
+{
+	return remote->cntr[NRMA_NOTIFY_WRITES] == cntr ||
+	       remote->cntr[NRMA_NOTIFY_READS] == cntr;
+}
+
 /*
  * FI_REMOTE_WRITE and FI_REMOTE_READ each bind one word of the cell to a
- * counter, which stays open (-FI_EBUSY) until the binding closes.
+ * counter, which stays open (-FI_EBUSY) until the binding closes, and a
+ * counter bound for either also watches the updates' word, once.
  */
 int nrma_cntr_remote_bind(struct nrma_remote_cntrs *remote,
 			  struct nrma_domain *domain, struct nrma_cntr *cntr,
 			  uint64_t flags)
 {
 	bool write = flags & FI_REMOTE_WRITE, read = flags & FI_REMOTE_READ;
-	int ret = 0;
+	enum nrma_notify_word words[3];
+	int n = 0, ret = 0;
 
 	if ((write && remote->cntr[NRMA_NOTIFY_WRITES]) ||
 	    (read && remote->cntr[NRMA_NOTIFY_READS]))
@@ -87,17 +97,17 @@ int nrma_cntr_remote_bind(struct nrma_remote_cntrs *remote,
 			return ret;
 	}
 	if (write)
+		words[n++] = NRMA_NOTIFY_WRITES;
+	if (read)
+		words[n++] = NRMA_NOTIFY_READS;
+	if (n && !cntr_counts_updates(remote, cntr))
+		words[n++] = NRMA_NOTIFY_UPDATES;
+	for (int i = 0; i < n && !ret; i++) {
 		ret = cntr_watch(cntr,
-				 nrma_notify_cell_word(remote->cell,
-						       NRMA_NOTIFY_WRITES));
-	if (!ret && read) {
-		ret = cntr_watch(
-			cntr,
-			nrma_notify_cell_word(remote->cell, NRMA_NOTIFY_READS));
-		if (ret && write)
-			cntr_unwatch(cntr,
-				     nrma_notify_cell_word(remote->cell,
-							   NRMA_NOTIFY_WRITES));
+				 nrma_notify_cell_word(remote->cell, words[i]));
+		while (ret && i--)
+			cntr_unwatch(cntr, nrma_notify_cell_word(remote->cell,
+								 words[i]));
 	}
 	if (ret)
 		return ret;
@@ -117,8 +127,11 @@ uint32_t nrma_cntr_remote_rkey(const struct nrma_remote_cntrs *remote)
 /* Once no atomic can land, each counter takes its word's sum for good. */
 void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote)
 {
+	volatile uint64_t *updates;
+
 	if (!remote->cell)
 		return;
+	updates = nrma_notify_cell_word(remote->cell, NRMA_NOTIFY_UPDATES);
 	nrma_notify_cell_disarm(remote->cell);
 	for (int i = NRMA_NOTIFY_WRITES; i <= NRMA_NOTIFY_READS; i++) {
 		struct nrma_cntr *cntr = remote->cntr[i];
@@ -126,8 +139,11 @@ void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote)
 		if (!cntr)
 			continue;
 		cntr_unwatch(cntr, nrma_notify_cell_word(remote->cell, i));
-		atomic_fetch_sub(&cntr->ref, 1);
 		remote->cntr[i] = NULL;
+		/* The updates' word, as its counter's last binding goes. */
+		if (!cntr_counts_updates(remote, cntr))
+			cntr_unwatch(cntr, updates);
+		atomic_fetch_sub(&cntr->ref, 1);
 	}
 	nrma_notify_cell_close(remote->cell);
 	remote->cell = NULL;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,23 @@ static void nrma_read_bool(const char *name, bool *value)
 		*value = v;
 }
 
+/* An integer parameter that may not be below min: min then, said so. */
+static void nrma_read_int_min(const char *name, int *value, int min)
+{
+	char env[32];
+	size_t n = 0;
+
+	fi_param_get_int(&nrma_prov, name, value);
+	if (*value >= min)
+		return;
+	for (; name[n] && n + 1 < sizeof(env); n++)
+		env[n] = (char) toupper((unsigned char) name[n]);
+	env[n] = '\0';
+	NRMA_WARN(FI_LOG_CORE, "FI_NRMA_%s=%d: below %d, using %d\n", env,
+		  *value, min, min);
+	*value = min;
+}
+
 static void nrma_read_params(void)
 {
 	char *fence;
@@ -160,20 +178,8 @@ static void nrma_read_params(void)
 	fi_param_get_size_t(&nrma_prov, "notify_coalesce",
 			    &nrma_params.notify_coalesce);
 	nrma_read_bool("msg_ep", &nrma_params.msg_ep);
-	fi_param_get_int(&nrma_prov, "stall_ms", &nrma_params.stall_ms);
-	if (nrma_params.stall_ms < 0) {
-		NRMA_WARN(FI_LOG_CORE,
-			  "FI_NRMA_STALL_MS=%d: negative, using 0\n",
-			  nrma_params.stall_ms);
-		nrma_params.stall_ms = 0;
-	}
-	fi_param_get_int(&nrma_prov, "progress_ms", &nrma_params.progress_ms);
-	if (nrma_params.progress_ms < 1) {
-		NRMA_WARN(FI_LOG_CORE,
-			  "FI_NRMA_PROGRESS_MS=%d: below 1, using 1\n",
-			  nrma_params.progress_ms);
-		nrma_params.progress_ms = 1;
-	}
+	nrma_read_int_min("stall_ms", &nrma_params.stall_ms, 0);
+	nrma_read_int_min("progress_ms", &nrma_params.progress_ms, 1);
 	if (!fi_param_get_str(&nrma_prov, "notify_fence", &fence)) {
 		if (!strcmp(fence, "always"))
 			nrma_params.notify_fence_always = true;

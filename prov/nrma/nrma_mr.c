@@ -38,12 +38,15 @@ static int nrma_mr_close(struct fid *fid)
 	if (mr->remote.cell)
 		NRMA_DBG(FI_LOG_MR,
 			 "key 0x%" PRIx64 " closes: %" PRIu64
-			 " remote writes and %" PRIu64 " reads counted\n",
+			 " remote writes, %" PRIu64 " reads and %" PRIu64
+			 " updates counted\n",
 			 mr->mr_fid.key,
 			 *nrma_notify_cell_word(mr->remote.cell,
 						NRMA_NOTIFY_WRITES),
 			 *nrma_notify_cell_word(mr->remote.cell,
-						NRMA_NOTIFY_READS));
+						NRMA_NOTIFY_READS),
+			 *nrma_notify_cell_word(mr->remote.cell,
+						NRMA_NOTIFY_UPDATES));
 	nrma_cntr_remote_close(&mr->remote);
 	atomic_fetch_sub(&mr->domain->ref, 1);
 	free(mr);

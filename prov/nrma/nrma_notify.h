@@ -2,9 +2,11 @@
 /*
  * Notification cells (nrma_notify.c): 64-bit words in a domain's
  * notification region that peers bump with remote atomics, one for
- * writes and one for reads, and in a connection's credit cell one for
- * changes of the peer's key table (nrma_proto.h has their remote
- * addresses), and the MR keys that name them.
+ * writes, one for reads and one for updates (a fetching or compare atomic
+ * that may change the target: both, and counted once by each counter
+ * bound for either), and in a connection's credit cell one for changes of
+ * the peer's key table (nrma_proto.h has their remote addresses), and the
+ * MR keys that name them.
  */
 #ifndef NRMA_NOTIFY_H
 #define NRMA_NOTIFY_H
@@ -20,6 +22,7 @@ enum nrma_notify_word {
 	NRMA_NOTIFY_WRITES,
 	NRMA_NOTIFY_READS,
 	NRMA_NOTIFY_KEYS, /* credit cells: the peer's key table changed */
+	NRMA_NOTIFY_UPDATES,
 	NRMA_NOTIFY_WORDS
 };
 

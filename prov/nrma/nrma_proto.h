@@ -276,12 +276,14 @@ int nrma_proto_key_slot_target(const struct nrma_key_slot *slot, bool virt_addr,
 			       uint64_t *raddr);
 
 /* Remote addresses of a notification cell's words. */
-#define NRMA_NOTIFY_WRITE_ADDR 0
-#define NRMA_NOTIFY_READ_ADDR  8
+#define NRMA_NOTIFY_WRITE_ADDR	0
+#define NRMA_NOTIFY_READ_ADDR	8
 /* A credit cell's: credits given back for messages, for the rest. */
-#define NRMA_CREDIT_MSG_ADDR   NRMA_NOTIFY_WRITE_ADDR
-#define NRMA_CREDIT_CTL_ADDR   NRMA_NOTIFY_READ_ADDR
+#define NRMA_CREDIT_MSG_ADDR	NRMA_NOTIFY_WRITE_ADDR
+#define NRMA_CREDIT_CTL_ADDR	NRMA_NOTIFY_READ_ADDR
 /* And the changes of the peer's key table that made what we know stale. */
-#define NRMA_CREDIT_KEYS_ADDR  16
+#define NRMA_CREDIT_KEYS_ADDR	16
+/* A notification cell's word for atomics that both read and may write. */
+#define NRMA_NOTIFY_UPDATE_ADDR 24
 
 #endif /* NRMA_PROTO_H */

@@ -294,16 +294,22 @@ void nrma_rkey_notify_set_wr(struct nrma_wr_chain *chain, uint64_t add,
 
 /*
  * The notifications an operation owes the peer: one for the peer
- * endpoint's cell, one for its region's (cell_rkey); read picks their
- * word.  Inline in each post that builds its chain.
+ * endpoint's cell, one for its region's (cell_rkey), at the word that
+ * says what it did.  Inline in each post that builds its chain.
  */
 NRMA_INLINE void nrma_rkey_notify_wrs(struct nrma_wr_chain *chain,
 				      const struct nrma_conn *conn,
-				      uint32_t cell_rkey, bool read, bool fence,
+				      uint32_t cell_rkey,
+				      enum nrma_rkey_counts counts, bool fence,
 				      uint64_t add,
 				      const struct nrma_sge *scratch)
 {
-	uint64_t raddr = read ? NRMA_NOTIFY_READ_ADDR : NRMA_NOTIFY_WRITE_ADDR;
+	static const uint64_t raddr_of[] = {
+		[NRMA_RKEY_COUNTS_WRITE] = NRMA_NOTIFY_WRITE_ADDR,
+		[NRMA_RKEY_COUNTS_READ] = NRMA_NOTIFY_READ_ADDR,
+		[NRMA_RKEY_COUNTS_UPDATE] = NRMA_NOTIFY_UPDATE_ADDR,
+	};
+	uint64_t raddr = raddr_of[counts];
 
 	if (conn->grant.notify_rkey)
 		rkey_notify_wr(chain, conn->grant.notify_rkey, raddr, add,

@@ -41,13 +41,36 @@ int nrma_rkey_notify_target_known(struct nrma_ep *ep, struct nrma_conn *conn,
 void nrma_rkey_read_done(struct nrma_ep *ep, struct nrma_op *op);
 void nrma_rkey_conn_close(struct nrma_conn *conn);
 /*
+ * What the target counts an operation as (fi_nrma(7), Counters): an RMA
+ * write or base atomic a remote write, an RMA read or FI_ATOMIC_READ a
+ * remote read, and a fetching or compare atomic that may change the
+ * target an update, which is both: a counter bound for FI_REMOTE_WRITE,
+ * FI_REMOTE_READ or both counts it once (nrma_cntr_remote_bind), so that
+ * one waiting for writes sees a swap.
+ */
+enum nrma_rkey_counts {
+	NRMA_RKEY_COUNTS_WRITE,
+	NRMA_RKEY_COUNTS_READ,
+	NRMA_RKEY_COUNTS_UPDATE,
+};
+
+static inline enum nrma_rkey_counts nrma_rkey_atomic_counts(
+	enum nrma_atomic_kind kind, enum fi_op op)
+{
+	if (kind == NRMA_ATOMIC_BASE)
+		return NRMA_RKEY_COUNTS_WRITE;
+	return op == FI_ATOMIC_READ ? NRMA_RKEY_COUNTS_READ :
+				      NRMA_RKEY_COUNTS_UPDATE;
+}
+
+/*
  * The notifications an operation owes conn's peer (its endpoint's cell,
  * and the region's if cell_rkey), each adding add, onto chain.
  */
 void nrma_rkey_notify_wrs(struct nrma_wr_chain *chain,
 			  const struct nrma_conn *conn, uint32_t cell_rkey,
-			  bool read, bool fence, uint64_t add,
-			  const struct nrma_sge *scratch);
+			  enum nrma_rkey_counts counts, bool fence,
+			  uint64_t add, const struct nrma_sge *scratch);
 /* The fetch-and-add of add to a notification set's word at set. */
 void nrma_rkey_notify_set_wr(struct nrma_wr_chain *chain, uint64_t add,
 			     const struct nrma_remote *set,

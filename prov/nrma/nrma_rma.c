@@ -147,8 +147,10 @@ static NRMA_INLINE void rma_data_wrs(
 	nrma_wr_chain_init(chain);
 	nrma_wr_rdma(chain, op, sge, sge_count, remote->addr, remote->rkey, imm,
 		     wr_flags);
-	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey, read, read, 1,
-			     scratch);
+	nrma_rkey_notify_wrs(chain, conn, remote->cell_rkey,
+			     read ? NRMA_RKEY_COUNTS_READ :
+				    NRMA_RKEY_COUNTS_WRITE,
+			     read, 1, scratch);
 }
 
 /*

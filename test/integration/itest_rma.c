@@ -85,9 +85,9 @@ struct fi_info *rt_getinfo(void)
 	       rt_threading);
 	/* Manual unless asked: automatic costs a thread's ticks. */
 	EXPECT(info->domain_attr->data_progress ==
-		       (rt_data_progress == FI_PROGRESS_AUTO
-				? FI_PROGRESS_AUTO
-				: FI_PROGRESS_MANUAL),
+		       (rt_data_progress == FI_PROGRESS_AUTO ?
+				FI_PROGRESS_AUTO :
+				FI_PROGRESS_MANUAL),
 	       "data progress %d, asked for %d",
 	       info->domain_attr->data_progress, rt_data_progress);
 	return info;

@@ -20,9 +20,11 @@
  *     -FI_EINVAL at once for what is not in it, a count past 8 64-bit
  *     elements or a misaligned address; a wrong key gives an error entry
  *     and the next atomic works.
- * At the end the target's counters hold exactly the base atomics
- * (FI_REMOTE_WRITE) and the fetching and comparing ones (FI_REMOTE_READ)
- * that the initiators completed, and nothing outside the words moved.
+ * At the end the target's counters hold exactly what the initiators
+ * completed: FI_REMOTE_WRITE the base atomics and the fetching and
+ * comparing ones that may change the word, FI_REMOTE_READ those and the
+ * FI_ATOMIC_READs; the registration's counter, bound for both, counts
+ * each of its atomics once; nothing outside the words moved.
  */
 #include <rdma/fi_atomic.h>
 
@@ -51,7 +53,8 @@ struct keymsg {
 /* What an initiator reports when it is done. */
 struct report {
 	uint64_t base_ops;	  /* completed fi_atomic / inject */
-	uint64_t fetch_ops;	  /* completed fetch and compare */
+	uint64_t fetch_ops;	  /* completed fetch and compare that update */
+	uint64_t read_ops;	  /* completed FI_ATOMIC_READ */
 	uint64_t fetched[P1_OPS]; /* part 1's old values */
 };
 
@@ -66,14 +69,19 @@ static uint64_t word_addr(int w)
 	return km.plain.addr + (uint64_t) w * 8;
 }
 
-/* Waits for the one completion of the atomic just posted. */
-static void atomic_done(void *ctx, uint64_t rw, const char *what)
+/*
+ * Waits for the one completion of the atomic just posted: a base one
+ * (FI_WRITE), a fetching one that updates, or FI_ATOMIC_READ (reads).
+ */
+static void atomic_done(void *ctx, uint64_t rw, bool reads, const char *what)
 {
 	struct itest_comp c = rt_cq_wait(n.tx, "%s", what);
 
 	RT_EXPECT_COMP(c, ctx, FI_ATOMIC | rw, FI_RMA | FI_MSG, "%s", what);
 	if (rw == FI_WRITE)
 		rep.base_ops++;
+	else if (reads)
+		rep.read_ops++;
 	else
 		rep.fetch_ops++;
 }
@@ -85,7 +93,7 @@ static uint64_t fetch_add(int w, uint64_t add, uint64_t key, const char *what)
 	RT_POST(fi_fetch_atomic(n.ep, &add, 1, NULL, &result, NULL, n.peer,
 				word_addr(w), key, FI_UINT64, FI_SUM, &result),
 		"%s", what);
-	atomic_done(&result, FI_READ, what);
+	atomic_done(&result, FI_READ, false, what);
 	return result;
 }
 
@@ -97,7 +105,7 @@ static uint64_t atomic_read(int w, const char *what)
 				word_addr(w), km.plain.key, FI_UINT64,
 				FI_ATOMIC_READ, &result),
 		"%s", what);
-	atomic_done(&result, FI_READ, what);
+	atomic_done(&result, FI_READ, true, what);
 	return result;
 }
 
@@ -109,7 +117,7 @@ static uint64_t cswap(int w, uint64_t compare, uint64_t swap, const char *what)
 				  NULL, n.peer, word_addr(w), km.plain.key,
 				  FI_UINT64, FI_CSWAP, &result),
 		"%s", what);
-	atomic_done(&result, FI_READ, what);
+	atomic_done(&result, FI_READ, false, what);
 	return result;
 }
 
@@ -118,7 +126,7 @@ static void add_base(int w, int64_t add, uint64_t key, const char *what)
 	RT_POST(fi_atomic(n.ep, &add, 1, NULL, n.peer, word_addr(w), key,
 			  FI_INT64, FI_SUM, &add),
 		"%s", what);
-	atomic_done(&add, FI_WRITE, what);
+	atomic_done(&add, FI_WRITE, false, what);
 }
 
 /*
@@ -153,7 +161,7 @@ static void add_injected(int w, int64_t add, bool by_msg, const char *what)
 	add = 0x7fff; /* the operand is ours again at once */
 	rt_cntr_reach(n.write_cntr, done + 1, "%s", what);
 	if (by_msg) {
-		atomic_done(&msg, FI_WRITE, what);
+		atomic_done(&msg, FI_WRITE, false, what);
 		return;
 	}
 	rep.base_ops++;
@@ -382,11 +390,12 @@ static void check_fetched(const struct report *r)
 static void target_checks(const uint64_t *words, const struct report *r,
 			  struct rt_node *t, struct fid_cntr *mr_cntr)
 {
-	uint64_t base = 0, fetch = 0;
+	uint64_t base = 0, fetch = 0, reads = 0;
 
 	for (int i = 0; i < NINIT; i++) {
 		base += r[i].base_ops;
 		fetch += r[i].fetch_ops;
+		reads += r[i].read_ops;
 	}
 	check_fetched(r);
 	EXPECT(words[W_SUM] == NINIT * P1_OPS, "part 1's word: %" PRIu64,
@@ -403,21 +412,21 @@ static void target_checks(const uint64_t *words, const struct report *r,
 	for (int w = W_P4 + 1; w < WORDS; w++)
 		EXPECT(words[w] == 0, "word %d moved: %" PRIu64, w, words[w]);
 	rt_guard_check(words, WORDS * 8, "the target's words");
-	EXPECT(fi_cntr_read(t->remote_cntr) == base,
-	       "FI_REMOTE_WRITE counter "
-	       "%" PRIu64 ", base atomics %" PRIu64,
-	       fi_cntr_read(t->remote_cntr), base);
-	EXPECT(fi_cntr_read(t->rread_cntr) == fetch,
-	       "FI_REMOTE_READ counter %" PRIu64
-	       ", fetching and comparing atomics %" PRIu64,
-	       fi_cntr_read(t->rread_cntr), fetch);
+	EXPECT(fi_cntr_read(t->remote_cntr) == base + fetch,
+	       "FI_REMOTE_WRITE counter %" PRIu64 ", base atomics %" PRIu64
+	       ", updating fetches %" PRIu64,
+	       fi_cntr_read(t->remote_cntr), base, fetch);
+	EXPECT(fi_cntr_read(t->rread_cntr) == fetch + reads,
+	       "FI_REMOTE_READ counter %" PRIu64 ", updating fetches %" PRIu64
+	       ", FI_ATOMIC_READs %" PRIu64,
+	       fi_cntr_read(t->rread_cntr), fetch, reads);
 	EXPECT(fi_cntr_read(mr_cntr) == P4_FETCHES + P4_BASE,
 	       "the "
 	       "registration's counter: %" PRIu64,
 	       fi_cntr_read(mr_cntr));
 	rt_note("%" PRIu64 " base and %" PRIu64 " fetching atomics from %d "
 		"initiators: words, old values and counters exact",
-		base, fetch, NINIT);
+		base, fetch + reads, NINIT);
 }
 
 static void target(void)

@@ -77,8 +77,7 @@ static void auto_rndv(void *sendbuf, void *recvbuf)
 
 	itest_pat_gen(sendbuf, 29, 0, RNDV_LEN);
 	memset(recvbuf, 0, RNDV_LEN);
-	RT_POST(fi_recv(b.ep, recvbuf, RNDV_LEN, NULL, FI_ADDR_UNSPEC,
-			recvbuf),
+	RT_POST(fi_recv(b.ep, recvbuf, RNDV_LEN, NULL, FI_ADDR_UNSPEC, recvbuf),
 		"b's receive");
 	RT_POST(fi_send(a.ep, sendbuf, RNDV_LEN, NULL, a.peer, sendbuf),
 		"a rendezvous send");

@@ -80,8 +80,8 @@ int main(void)
 	rt_node_insert(&n, &n.name);
 	loop_rma(mem, &k);
 	loop_atomics(mem, &k);
-	/* The write and two atomics: a base one would count as a write. */
-	EXPECT(fi_cntr_read(n.remote_cntr) == 1,
+	/* The write, the read and two fetching atomics that update: both. */
+	EXPECT(fi_cntr_read(n.remote_cntr) == 3,
 	       "FI_REMOTE_WRITE counter %" PRIu64, fi_cntr_read(n.remote_cntr));
 	EXPECT(fi_cntr_read(n.rread_cntr) == 3,
 	       "FI_REMOTE_READ counter %" PRIu64, fi_cntr_read(n.rread_cntr));

@@ -113,8 +113,11 @@ static void target(void)
 	memcpy(&word, of_base(buf, OF_AGAIN) + 16, 8);
 	EXPECT(word == stamp(OF_AGAIN),
 	       "the write under the new key: 0x%" PRIx64, word);
+	/* Reads leave FI_REMOTE_WRITE counters alone; the fetch-add of 0 on
+	 * region 1 may change its word, so it counts as a write too. */
 	for (int k = OF_ODD1; k <= OF_ODD3; k++)
-		expect_cntr(cntr[k], 2, "region %d's counter after reads", k);
+		expect_cntr(cntr[k], 2 + (k == OF_ODD1),
+			    "region %d's counter after reads and atomics", k);
 	rt_guard_check(buf, OF_BYTES, "the target's buffer");
 	rt_note("offsets: data in place at odd bases, atomics where the "
 		"address is aligned, new keys for new registrations");

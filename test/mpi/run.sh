@@ -54,8 +54,7 @@ if ((hosts == 2)) && [[ ${NRMA_MPI_INSIDE:-0} != 1 ]]; then
 	exit
 fi
 if [[ ${NRMA_MPI_INSIDE:-0} != 1 ]] &&
-	! { ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE &&
-		fi_info -p nrma >/dev/null 2>&1; }; then
+	! "$srcdir/contrib/nrma-has-device" "$builddir"; then
 	echo "No active verbs device for nrma here: running in contrib/nrma-vm."
 	exec "$srcdir/contrib/nrma-vm" --timeout 3000 --mem 8192 \
 		-e NRMA_MPI_INSIDE=1 -- bash "$0" "$@"

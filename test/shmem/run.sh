@@ -51,8 +51,7 @@ out=${NRMA_SHMEM_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/nrma-shmem.XXXXXX")}
 mkdir -p "$out" || exit 2
 
 if [[ ${NRMA_SHMEM_INSIDE:-0} != 1 ]] &&
-	! { ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE &&
-		FI_PROVIDER_PATH=$builddir/.libs fi_info -p nrma >/dev/null 2>&1; }; then
+	! "$srcdir/contrib/nrma-has-device" "$builddir"; then
 	echo "No active verbs device for nrma here: running in contrib/nrma-vm."
 	# The suite writes its logs in the build tree, which stays the VM's.
 	exec "$srcdir/contrib/nrma-vm" --timeout 5400 --mem 8192 --rw "$out" \
@@ -64,12 +63,14 @@ fi
 export FI_PROVIDER_PATH=$builddir/.libs
 # Every PE registers its symmetric heap: pinned memory.
 ulimit -l unlimited
-runner="timeout ${TEST_TIMEOUT:-180} mpiexec.hydra -launcher fork -n \$(NPROCS)"
+# The whole process group, and with KILL if TERM is not enough.
+runner="timeout -k 10 ${TEST_TIMEOUT:-180} mpiexec.hydra -launcher fork -n \$(NPROCS)"
 dirs=(unit shmemx apps spec-example)
 
 # suite PROV NP: one make check of the whole suite; its results to $out.
 suite() {
 	local prov=$1 np=$2 d res=$out/$1.$2
+	rm -rf "$res"
 	mkdir -p "$res"
 	for d in "${dirs[@]}"; do
 		local only=() t
