@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRMA_WORDSET_FIRST 3
+#define NRMA_WORDSET_FIRST 3 /* nrma_wordset_sum reads them one by one */
 
 struct nrma_wordset {
 	struct nrma_wordset *replaced; /* the set before this one */
@@ -65,10 +65,9 @@ static inline uint64_t nrma_wordset_word(const struct nrma_wordset *set,
 static inline uint64_t nrma_wordset_sum(const struct nrma_wordset *set)
 {
 	size_t count = atomic_load_explicit(&set->count, memory_order_acquire);
-	uint64_t sum = 0;
+	uint64_t sum = nrma_wordset_word(set, 0) + nrma_wordset_word(set, 1) +
+		       nrma_wordset_word(set, 2);
 
-	for (size_t i = 0; i < NRMA_WORDSET_FIRST; i++)
-		sum += nrma_wordset_word(set, i);
 	for (size_t i = NRMA_WORDSET_FIRST; i < count; i++)
 		sum += nrma_wordset_word(set, i);
 	return sum;
