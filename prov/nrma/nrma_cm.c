@@ -418,14 +418,6 @@ static int conn_setup(struct nrma_conn *conn)
 	return ret ? ret : conn_open(conn);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static int conn_start(struct nrma_cm *cm, fi_addr_t fi_addr,
 		      const struct sockaddr_in *peer, int64_t started,
 		      bool reached_before)
@@ -471,7 +463,7 @@ static void conn_drop(struct nrma_conn *conn)
 static int conn_redo(struct nrma_cm *cm, struct nrma_conn *conn,
 		     fi_addr_t fi_addr, const struct sockaddr_in *peer)
 {
-	int64_t started = now_ms();
+	int64_t started = nrma_wait_now_ms();
 	bool reached_before = conn->reached_before;
 	int ret;
 
@@ -529,7 +521,7 @@ int nrma_cm_conn_get(struct nrma_cm *cm, fi_addr_t fi_addr,
 	}
 	if (conn)
 		return conn_redo(cm, conn, fi_addr, peer);
-	ret = conn_start(cm, fi_addr, peer, now_ms(), false);
+	ret = conn_start(cm, fi_addr, peer, nrma_wait_now_ms(), false);
 	return ret ? ret : -FI_EAGAIN;
 }
 
@@ -871,7 +863,7 @@ static enum nrma_cm_cleanup cm_on_rejected(struct nrma_conn *conn,
 		return NRMA_CM_KEEP;
 	}
 	if ((again || (!data && !conn->reached_before)) &&
-	    now_ms() - conn->started < NRMA_CONNECT_PATIENCE_MS) {
+	    nrma_wait_now_ms() - conn->started < NRMA_CONNECT_PATIENCE_MS) {
 		conn->state = NRMA_CONN_FAILED; /* to be tried again */
 		conn->error = -FI_EAGAIN;
 		return NRMA_CM_KEEP;
@@ -961,7 +953,7 @@ static int cm_msg_conn_add(struct nrma_cm *cm, struct rdma_cm_id *id,
 
 	if (!conn)
 		return -FI_ENOMEM;
-	conn->started = now_ms();
+	conn->started = nrma_wait_now_ms();
 	*connp = conn;
 	return nrma_conn_table_map(&cm->table, conn, NRMA_CM_MSG_ADDR);
 }

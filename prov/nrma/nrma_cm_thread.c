@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nrma_progress.h"
@@ -77,14 +76,6 @@ static struct cm_thread_watch *cm_thread_watch_of(struct nrma_cm_thread *t,
 	return NULL;
 }
 
-static int64_t cm_thread_now_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 /*
  * What was unwatched since epoll_wait returned is left alone.  An endpoint
  * found with work out on its CQ's event has the ticks start.
@@ -98,7 +89,7 @@ static void cm_thread_handle(struct nrma_cm_thread *t, void *key)
 	if (w && w->data) {
 		if (nrma_progress_auto(w->ep) && !t->busy) {
 			t->busy = true;
-			t->next_tick_ms = cm_thread_now_ms() +
+			t->next_tick_ms = nrma_wait_now_ms() +
 					  nrma_params.progress_ms;
 		}
 	} else if (w && w->ep) {
@@ -196,7 +187,7 @@ static void cm_thread_device_events(struct nrma_cm_thread *t)
  */
 static int cm_thread_tick(struct nrma_cm_thread *t)
 {
-	int64_t now = cm_thread_now_ms();
+	int64_t now = nrma_wait_now_ms();
 	int left = -1;
 
 	pthread_mutex_lock(&t->lock);

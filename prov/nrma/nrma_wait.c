@@ -112,6 +112,14 @@ void nrma_wait_drain(struct nrma_wait *wait)
 		NRMA_WARN(FI_LOG_CORE, "eventfd read: %s\n", strerror(errno));
 }
 
+int64_t nrma_wait_now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec * 1000LL + now.tv_nsec / 1000000;
+}
+
 long nrma_wait_elapsed_us(const struct timespec *start)
 {
 	struct timespec now;

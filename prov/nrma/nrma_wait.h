@@ -10,6 +10,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include <rdma/fabric.h>
@@ -42,5 +43,7 @@ int nrma_wait_control(struct nrma_wait *wait, int command, void *arg);
 int nrma_wait_timeout_left(const struct timespec *start, int timeout_ms);
 /* Microseconds since start (CLOCK_MONOTONIC). */
 long nrma_wait_elapsed_us(const struct timespec *start);
+/* CLOCK_MONOTONIC in milliseconds, to the millisecond. */
+int64_t nrma_wait_now_ms(void);
 
 #endif /* NRMA_WAIT_H */
