@@ -58,6 +58,11 @@ static const struct bench_variant bench_variants[] = {
 	 * OpenSHMEM's puts: each with a zero-byte read behind it. */
 	{ "write-dc", NRMA, BENCH_OP_WRITE, NULL, "raw-write", ALL_PATTERNS,
 	  BENCH_COUNT_POSTS, false, FI_DELIVERY_COMPLETE },
+	/* Writes with no descriptor for their registered source (as Sandia
+	 * OpenSHMEM's): past the bounce buffers', the provider finds the
+	 * application's registration, or registers each. */
+	{ "write-nodesc", NRMA, BENCH_OP_WRITE, NULL, "write", ALL_PATTERNS,
+	  BENCH_COUNT_POSTS, false, 0, true },
 	{ "writedata", NRMA, BENCH_OP_WRITEDATA, NULL, "raw-pair",
 	  ALL_PATTERNS },
 	{ "send", NRMA, BENCH_OP_SEND, NULL, "rxm-send", LAT_ONLY },

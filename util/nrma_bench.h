@@ -48,6 +48,9 @@ struct bench_variant {
 	 * MPI_Win_get_notify_value in a loop), where it could sleep. */
 	bool busy_target;
 	uint64_t tx_op_flags; /* libfabric: the endpoint's default op_flags */
+	/* Transfers pass no descriptor for the registered buffer, as Sandia
+	 * OpenSHMEM's do (no FI_MR_LOCAL). */
+	bool no_desc;
 };
 
 /* One measurement both processes agree on. */

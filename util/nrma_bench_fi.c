@@ -89,8 +89,9 @@ static int lf_getinfo_for(struct bench_xport *x, const struct bench_variant *v)
 	hints->caps = FI_RMA | (op_counts(v->op) ? FI_RMA_EVENT : 0) |
 		      (v->op == BENCH_OP_SEND ? FI_MSG : 0) |
 		      (v->op == BENCH_OP_TSEND ? FI_TAGGED : 0);
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->domain_attr->mr_mode = (v->no_desc ? 0 : FI_MR_LOCAL) |
+				      FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
 	hints->domain_attr->threading = lf_threading();
 	hints->tx_attr->op_flags = v->tx_op_flags;
 	hints->fabric_attr->prov_name = strdup(v->prov);
@@ -210,7 +211,7 @@ static ssize_t lf_post_rma(struct bench_xport *x, uint8_t *src, size_t size,
 			   uint64_t seq)
 {
 	const struct bench_blob *p = &x->peer_blob;
-	void *desc = fi_mr_desc(x->mr);
+	void *desc = x->v->no_desc ? NULL : fi_mr_desc(x->mr);
 
 	switch (x->v->op) {
 	case BENCH_OP_READ_CNTR:

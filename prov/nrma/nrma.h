@@ -25,7 +25,8 @@
  *   4. leaves, never held two at a time: nrma_fabric.handles_lock,
  *      nrma_cq.lock, nrma_cntr.lock,
  *      nrma_eq.lock, an AV's address table lock, the notification region's
- *      lock, the key table's lock, the domain's connection claims' lock
+ *      lock, the key table's lock, the domain's connection claims' lock,
+ *      the domain's MR index's lock
  * Endpoint progress runs with (3) held and writes completions under (4).
  * Read without a lock: a counter's value (its words under a sequence
  * count, nrma_comp_cntr_value), a CQ's room and how many entries it
@@ -114,6 +115,8 @@ struct nrma_cm_thread;
 struct nrma_cntr;
 struct nrma_comp_reader;
 struct nrma_ep;
+struct nrma_mr_span_index;
+struct nrma_mr_span;
 struct nrma_notify;
 struct nrma_notify_cell;
 struct nrma_verbs_domain;
@@ -300,9 +303,10 @@ struct nrma_domain {
 	const struct nrma_device *device;
 	struct fi_info *info;
 	struct nrma_verbs_domain *verbs;
-	struct nrma_eq *eq;	       /* bound for asynchronous errors */
-	struct nrma_notify *notify;    /* notification cells */
-	struct nrma_keytab *keytab;    /* what MR keys name */
+	struct nrma_eq *eq;		     /* bound for asynchronous errors */
+	struct nrma_notify *notify;	     /* notification cells */
+	struct nrma_keytab *keytab;	     /* what MR keys name */
+	struct nrma_mr_span_index *mr_index; /* its MRs by address */
 	struct nrma_cm_claims *claims; /* its endpoints' connection attempts */
 	/* Its changes that peers must hear of (nrma_rkey.c). */
 	_Atomic uint64_t keys_changed;
@@ -347,8 +351,9 @@ void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote);
 struct nrma_mr {
 	struct fid_mr mr_fid;
 	struct nrma_domain *domain;
-	struct nrma_verbs_mr *verbs;
-	uint64_t verbs_key; /* its rkey (lkey if local only) */
+	struct nrma_mr_span *span;   /* in the domain's index while open */
+	struct nrma_verbs_mr *verbs; /* the span's */
+	uint64_t verbs_key;	     /* its rkey (lkey if local only) */
 	uint64_t access;
 	uint64_t flags;			 /* FI_RMA_EVENT */
 	struct nrma_remote_cntrs remote; /* bound with fi_mr_bind */

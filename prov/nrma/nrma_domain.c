@@ -7,6 +7,7 @@
 #include "nrma_credit.h"
 #include "nrma_enosys.h"
 #include "nrma_keytab.h"
+#include "nrma_mr_span.h"
 #include "nrma_notify.h"
 #include "nrma_progress.h"
 #include "nrma_verbs.h"
@@ -72,6 +73,7 @@ static int nrma_domain_close(struct fid *fid)
 	nrma_cm_thread_close(domain->cm_thread);
 	nrma_notify_close(domain->notify);
 	nrma_keytab_close(domain->keytab);
+	nrma_mr_span_index_close(domain->mr_index);
 	nrma_cm_check_claims_close(domain->claims);
 	nrma_verbs_domain_close(domain->verbs);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
@@ -172,9 +174,12 @@ static int domain_resources_open(struct nrma_domain *domain,
 			       &domain->keytab);
 	if (ret)
 		goto err_notify;
-	ret = nrma_cm_check_claims_open(&domain->claims);
+	ret = nrma_mr_span_index_open(&domain->mr_index);
 	if (ret)
 		goto err_keytab;
+	ret = nrma_cm_check_claims_open(&domain->claims);
+	if (ret)
+		goto err_index;
 	ret = nrma_cm_thread_open(domain->verbs, domain_async_report,
 				  domain->info->domain_attr->data_progress ==
 					  FI_PROGRESS_AUTO,
@@ -185,6 +190,8 @@ static int domain_resources_open(struct nrma_domain *domain,
 
 err_claims:
 	nrma_cm_check_claims_close(domain->claims);
+err_index:
+	nrma_mr_span_index_close(domain->mr_index);
 err_keytab:
 	nrma_keytab_close(domain->keytab);
 err_notify:

@@ -11,6 +11,7 @@
 #include "nrma.h"
 #include "nrma_enosys.h"
 #include "nrma_keytab.h"
+#include "nrma_mr_span.h"
 #include "nrma_notify.h"
 #include "nrma_proto.h"
 #include "nrma_verbs.h"
@@ -32,9 +33,10 @@ static int nrma_mr_close(struct fid *fid)
 	if (nrma_keytab_remove(mr->domain->keytab, mr->mr_fid.key) &&
 	    (mr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
 		nrma_domain_keys_changed(mr->domain);
-	ret = nrma_verbs_mr_dereg(mr->verbs);
-	if (ret)
-		return ret;
+	/* Operations that borrowed the registration (nrma_mr_span.c) keep
+	 * it until they end. */
+	nrma_mr_span_index_remove(mr->domain->mr_index, mr->span);
+	ret = nrma_mr_span_put(mr->span);
 	if (mr->remote.cell)
 		NRMA_DBG(FI_LOG_MR,
 			 "key 0x%" PRIx64 " closes: %" PRIu64
@@ -50,7 +52,7 @@ static int nrma_mr_close(struct fid *fid)
 	nrma_cntr_remote_close(&mr->remote);
 	atomic_fetch_sub(&mr->domain->ref, 1);
 	free(mr);
-	return 0;
+	return ret;
 }
 
 /*
@@ -185,20 +187,23 @@ static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	if (!mr)
 		return -FI_ENOMEM;
 	mr->access = attr->access;
-	ret = nrma_verbs_mr_reg(domain->verbs, attr->mr_iov[0].iov_base,
-				attr->mr_iov[0].iov_len, attr->access,
-				&mr->verbs, &mr->verbs_key);
+	ret = nrma_mr_span_reg(domain->verbs, attr->mr_iov[0].iov_base,
+			       attr->mr_iov[0].iov_len, attr->access,
+			       &mr->span);
 	if (ret) {
 		free(mr);
 		return ret;
 	}
+	mr->verbs = mr->span->verbs;
+	mr->verbs_key = mr->span->key;
 	slot = mr_key_slot(mr, &attr->mr_iov[0]);
 	ret = nrma_keytab_add(domain->keytab, &slot, &mr->mr_fid.key);
 	if (ret) {
-		nrma_verbs_mr_dereg(mr->verbs);
+		nrma_mr_span_put(mr->span);
 		free(mr);
 		return ret;
 	}
+	nrma_mr_span_index_add(domain->mr_index, mr->span);
 	mr->domain = domain;
 	mr->flags = flags;
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;

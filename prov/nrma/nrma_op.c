@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "nrma_mr_span.h"
 #include "nrma_xfer.h"
 
 struct nrma_op *nrma_op_at(struct nrma_xfer *x, uint32_t index)
@@ -46,7 +47,7 @@ void nrma_op_seal(struct nrma_xfer *x, const struct nrma_op *op)
 void nrma_op_free(struct nrma_xfer *x, struct nrma_op *op)
 {
 	for (unsigned int i = 0; i < op->mr_count; i++)
-		nrma_verbs_mr_dereg(op->mr[i]);
+		nrma_mr_span_put(op->mr[i]);
 	if (op->buf >= 0)
 		nrma_bufpool_put(&x->tx_bufs, op->buf);
 	if (op->conn)
@@ -208,15 +209,33 @@ struct nrma_wc nrma_op_light_flush_wc(const struct nrma_conn *conn, int status)
 }
 
 /*
+ * An open registration of the application's that holds a buffer the
+ * device only reads or writes here (nrma_mr_span.c).  Never one a peer
+ * would get the rkey of: that key is the application's to hand out.
+ */
+static struct nrma_mr_span *op_borrowed_mr(struct nrma_ep *ep,
+					   const struct iovec *iov,
+					   uint64_t access)
+{
+	if (access & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		return NULL;
+	return nrma_mr_span_index_find(ep->domain->mr_index, iov->iov_base,
+				       iov->iov_len, access != FI_WRITE);
+}
+
+/*
  * The registration the device uses for an application buffer: its
  * descriptor's, if that allows the access (without FI_MR_LOCAL an
- * application may pass any descriptor), else one the operation makes and
- * holds until it completes.  The device may always read a write's source.
+ * application may pass any descriptor), else an open one of the
+ * application's that holds the buffer, else one the operation makes.  The
+ * operation holds the last two until it completes.  The device may always
+ * read a write's source.
  */
 int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		   const struct iovec *iov, uint64_t access,
 		   struct nrma_verbs_mr **vmr, uint64_t *key)
 {
+	struct nrma_mr_span *span;
 	int ret;
 
 	if (nrma_op_desc_allows(desc, access)) {
@@ -224,10 +243,15 @@ int nrma_op_buf_mr(struct nrma_ep *ep, struct nrma_op *op, struct nrma_mr *desc,
 		*key = desc->verbs_key;
 		return 0;
 	}
-	ret = nrma_verbs_mr_reg(ep->domain->verbs, iov->iov_base, iov->iov_len,
-				access, &op->mr[op->mr_count], key);
-	if (ret)
-		return ret;
-	*vmr = op->mr[op->mr_count++];
+	span = op_borrowed_mr(ep, iov, access);
+	if (!span) {
+		ret = nrma_mr_span_reg(ep->domain->verbs, iov->iov_base,
+				       iov->iov_len, access, &span);
+		if (ret)
+			return ret;
+	}
+	op->mr[op->mr_count++] = span;
+	*vmr = span->verbs;
+	*key = span->key;
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "nrma_mr_span.h"
 #include "nrma_xfer.h"
 
 size_t nrma_xfer_tx_left(const struct nrma_ep *ep)
@@ -222,7 +223,7 @@ void nrma_xfer_close(struct nrma_ep *ep)
 
 		for (size_t j = 0;
 		     nrma_token_in_use(&x->ops, i) && j < op->mr_count; j++)
-			nrma_verbs_mr_dereg(op->mr[j]);
+			nrma_mr_span_put(op->mr[j]);
 	}
 	xfer_mr_dereg(x->tx_mr);
 	xfer_mr_dereg(x->scratch_mr);

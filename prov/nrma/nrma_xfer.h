@@ -279,7 +279,7 @@ struct nrma_op {
 	 * read.seg_count, iov_count); lkey[] is written whole before it is
 	 * read.
 	 */
-	struct nrma_verbs_mr *mr[NRMA_IOV_LIMIT];
+	struct nrma_mr_span *mr[NRMA_IOV_LIMIT]; /* held (nrma_op_buf_mr) */
 	struct nrma_rndv_seg seg[NRMA_IOV_LIMIT];
 	uint32_t lkey[NRMA_IOV_LIMIT];
 	struct iovec iov[NRMA_IOV_LIMIT];
