@@ -12,8 +12,7 @@
 
 #include "nrma_mr_span.h"
 
-static struct nrma_mr_span span_at(uintptr_t addr, size_t len,
-				   bool local_write)
+static struct nrma_mr_span span_at(uintptr_t addr, size_t len, bool local_write)
 {
 	struct nrma_mr_span s = {
 		.addr = addr,
@@ -26,8 +25,8 @@ static struct nrma_mr_span span_at(uintptr_t addr, size_t len,
 	return s;
 }
 
-static struct nrma_mr_span *find(struct nrma_mr_span_index *idx,
-				 uintptr_t addr, size_t len, bool local_write)
+static struct nrma_mr_span *find(struct nrma_mr_span_index *idx, uintptr_t addr,
+				 size_t len, bool local_write)
 {
 	return nrma_mr_span_index_find(idx, (const void *) addr, len,
 				       local_write);
@@ -46,9 +45,9 @@ static void test_bounds(void **state)
 	assert_ptr_equal(find(idx, 0x10fff, 1, false), &s);
 	assert_ptr_equal(find(idx, 0x10800, 0x800, false), &s);
 	assert_int_equal(atomic_load(&s.refs), 4);
-	assert_null(find(idx, 0xffff, 2, false));    /* starts before */
-	assert_null(find(idx, 0x10800, 0x801, false)); /* ends past */
-	assert_null(find(idx, 0x11000, 1, false));   /* just after */
+	assert_null(find(idx, 0xffff, 2, false));	  /* starts before */
+	assert_null(find(idx, 0x10800, 0x801, false));	  /* ends past */
+	assert_null(find(idx, 0x11000, 1, false));	  /* just after */
 	assert_null(find(idx, 0x10001, SIZE_MAX, false)); /* wraps */
 	assert_int_equal(atomic_load(&s.refs), 4);
 	nrma_mr_span_index_remove(idx, &s);
