@@ -351,9 +351,10 @@ void nrma_cntr_remote_close(struct nrma_remote_cntrs *remote);
 struct nrma_mr {
 	struct fid_mr mr_fid;
 	struct nrma_domain *domain;
-	struct nrma_mr_span *span;   /* in the domain's index while open */
-	struct nrma_verbs_mr *verbs; /* the span's */
-	uint64_t verbs_key;	     /* its rkey (lkey if local only) */
+	struct nrma_mr_span *span; /* in the domain's index while open */
+	/* The span's, copied: every transfer with this descriptor reads them. */
+	struct nrma_verbs_mr *verbs;
+	uint64_t verbs_key; /* its rkey (lkey if local only) */
 	uint64_t access;
 	uint64_t flags;			 /* FI_RMA_EVENT */
 	struct nrma_remote_cntrs remote; /* bound with fi_mr_bind */

@@ -14,7 +14,6 @@
  */
 #include <stdlib.h>
 
-#include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
 #include "nrma.h"
@@ -42,8 +41,7 @@ int nrma_mr_span_reg(struct nrma_verbs_domain *vdom, const void *buf,
 	nrma_dlist_init(&s->link);
 	s->addr = (uintptr_t) buf;
 	s->len = len;
-	/* What the device may write locally (nrma_verbs_mr_reg). */
-	s->local_write = access & (FI_RECV | FI_READ | FI_REMOTE_WRITE);
+	s->local_write = nrma_verbs_access_local_write(access);
 	atomic_init(&s->refs, 1);
 	*span = s;
 	return 0;
@@ -77,8 +75,6 @@ int nrma_mr_span_index_open(struct nrma_mr_span_index **idx)
 
 void nrma_mr_span_index_close(struct nrma_mr_span_index *idx)
 {
-	if (!idx)
-		return;
 	pthread_mutex_destroy(&idx->lock);
 	free(idx);
 }

@@ -248,19 +248,23 @@ void nrma_verbs_domain_close(struct nrma_verbs_domain *vd)
 	free(vd);
 }
 
+bool nrma_verbs_access_local_write(uint64_t access)
+{
+	/* The device writes into buffers we receive into or read into;
+	 * remote writes and atomics need local write permission too. */
+	return access & (FI_RECV | FI_READ | FI_REMOTE_WRITE);
+}
+
 static int verbs_access(uint64_t access)
 {
 	int flags = 0;
 
-	/* The device writes into buffers we receive into or read into. */
-	if (access & (FI_RECV | FI_READ))
+	if (nrma_verbs_access_local_write(access))
 		flags |= IBV_ACCESS_LOCAL_WRITE;
 	if (access & FI_REMOTE_READ)
 		flags |= IBV_ACCESS_REMOTE_READ;
-	/* Remote writes and atomics both need local write permission. */
 	if (access & FI_REMOTE_WRITE)
-		flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
-			 IBV_ACCESS_LOCAL_WRITE;
+		flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 	return flags;
 }
 

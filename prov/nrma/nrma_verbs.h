@@ -30,6 +30,9 @@ int nrma_verbs_domain_open(const struct nrma_device *dev,
 			   struct nrma_verbs_domain **vdom);
 void nrma_verbs_domain_close(struct nrma_verbs_domain *vdom);
 
+/* Whether memory registered for fi_mr access flags is the device's to
+ * write locally. */
+bool nrma_verbs_access_local_write(uint64_t access);
 /* Registers [buf, buf + len) for fi_mr access flags; *key is the rkey. */
 int nrma_verbs_mr_reg(struct nrma_verbs_domain *vdom, const void *buf,
 		      size_t len, uint64_t access, struct nrma_verbs_mr **vmr,
