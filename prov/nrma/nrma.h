@@ -219,6 +219,8 @@ struct fi_info *nrma_attr_info_alloc(const struct nrma_device *dev,
 				     enum fi_ep_type type);
 /* Registrations a domain on dev holds at once: fi_info's mr_cnt. */
 size_t nrma_attr_mr_cnt(const struct nrma_device *dev);
+/* Whether a domain opened with info takes the application's MR keys. */
+bool nrma_attr_app_keys(uint32_t version, const struct fi_info *info);
 int nrma_attr_match(uint32_t version, const struct fi_info *prov,
 		    const struct fi_info *hints);
 /* caps with the directions fi_getinfo(3) implies where none is named. */
@@ -310,6 +312,8 @@ struct nrma_domain {
 	struct nrma_cm_claims *claims; /* its endpoints' connection attempts */
 	/* Its changes that peers must hear of (nrma_rkey.c). */
 	_Atomic uint64_t keys_changed;
+	/* The application picks MR keys (FI_MR_PROV_KEY off, RMA asked). */
+	bool app_keys;
 	struct nrma_cm_thread *cm_thread; /* control progress */
 	atomic_int ref;			  /* open child objects */
 	/* The endpoint lock of shared contexts and their endpoints. */

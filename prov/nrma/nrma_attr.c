@@ -44,9 +44,12 @@
 /*
  * Registrations have provider keys (a slot of the key table, which
  * initiators read), and peers address them by offset, or by virtual
- * address under FI_MR_BASIC.
+ * address under FI_MR_BASIC.  An application that does without either
+ * bit gets what it can do: keys it picks, below mr_cnt (nrma_key_wire,
+ * two bytes), and memory that verbs pins when it is registered.
  */
-#define NRMA_MR_REQUIRED (FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define NRMA_MR_REQUIRED     (FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define NRMA_MR_APP_KEY_SIZE sizeof(uint16_t)
 #define NRMA_RMA_TARGET_CAPS \
 	(FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* What goes when an application's mr_mode rules RMA out. */
@@ -191,7 +194,10 @@ static bool mode_unmet(uint64_t required, uint64_t offered)
 	return required & ~offered;
 }
 
-/* Whether an application's mr_mode lets us be an RMA target. */
+/*
+ * Whether an application's mr_mode lets us be an RMA target: from 1.5 on
+ * any set of bits does (NRMA_MR_REQUIRED).
+ */
 static bool mr_mode_allows_rma(uint32_t version, int user_mode)
 {
 	/* Before 1.5 mr_mode is an enum; BASIC is what we do. */
@@ -199,8 +205,28 @@ static bool mr_mode_allows_rma(uint32_t version, int user_mode)
 		return user_mode == NRMA_MR_UNSPEC ||
 		       user_mode == NRMA_MR_BASIC;
 	return user_mode == NRMA_MR_BASIC ||
-	       (!(user_mode & (NRMA_MR_BASIC | NRMA_MR_SCALABLE)) &&
-		(user_mode & NRMA_MR_REQUIRED) == NRMA_MR_REQUIRED);
+	       !(user_mode & (NRMA_MR_BASIC | NRMA_MR_SCALABLE));
+}
+
+/* Whether an RMA target with this mr_mode takes the application's keys. */
+static bool mr_mode_app_keys(uint32_t version, uint64_t caps, int mr_mode)
+{
+	return FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
+	       mr_mode != NRMA_MR_BASIC && (caps & NRMA_RMA_TARGET_CAPS) &&
+	       !(mr_mode & FI_MR_PROV_KEY);
+}
+
+bool nrma_attr_app_keys(uint32_t version, const struct fi_info *info)
+{
+	return mr_mode_app_keys(version, info->caps,
+				info->domain_attr->mr_mode);
+}
+
+static size_t mr_key_size(uint32_t version, uint64_t caps, int mr_mode)
+{
+	return mr_mode_app_keys(version, caps ? caps : NRMA_CAPS, mr_mode) ?
+		       NRMA_MR_APP_KEY_SIZE :
+		       NRMA_MR_KEY_SIZE;
 }
 
 /*
@@ -240,7 +266,8 @@ static bool domain_unmet(uint32_t version, const struct fi_domain_attr *prov,
 	       (want->av_type != FI_AV_UNSPEC && want->av_type != FI_AV_MAP &&
 		want->av_type != FI_AV_TABLE) ||
 	       mr_mode_unmet(version, caps, want->mr_mode) ||
-	       exceeds(want->mr_key_size, prov->mr_key_size) ||
+	       exceeds(want->mr_key_size,
+		       mr_key_size(version, caps, want->mr_mode)) ||
 	       exceeds(want->cq_data_size, prov->cq_data_size) ||
 	       exceeds(want->cq_cnt, prov->cq_cnt) ||
 	       exceeds(want->ep_cnt, prov->ep_cnt) ||
@@ -472,9 +499,11 @@ static void narrow_domain(uint32_t version, struct fi_domain_attr *dom,
 	    (want && want->mr_mode == NRMA_MR_BASIC))
 		dom->mr_mode = NRMA_MR_BASIC;
 	else
-		dom->mr_mode = mr_mode_required(caps);
+		dom->mr_mode = mr_mode_required(caps) &
+			       (want ? (uint64_t) want->mr_mode : UINT64_MAX);
 	if (!want)
 		return;
+	dom->mr_key_size = mr_key_size(version, caps, dom->mr_mode);
 	/* fi_mr_enable is honoured (and needs nothing) for FI_RMA_EVENT MRs. */
 	if (dom->mr_mode != NRMA_MR_BASIC &&
 	    (want->mr_mode & FI_MR_RMA_EVENT) && (caps & FI_RMA_EVENT))

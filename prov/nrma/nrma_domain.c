@@ -240,6 +240,7 @@ int nrma_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		goto err;
 	domain->device = dev;
 	domain->fabric = fabric;
+	domain->app_keys = nrma_attr_app_keys(fabric->api_version, info);
 	pthread_mutex_init(&domain->ctx_lock, NULL);
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	domain->domain_fid.fid.context = context;

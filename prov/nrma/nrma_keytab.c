@@ -9,7 +9,9 @@
  * reads the table learns nothing it was not handed the key to.
  * Initiators read a slot once per connection and key (nrma_rkey.c).  A
  * slot used again gets a new secret, so a closed registration's key
- * never names another.
+ * never names another.  A key the application picked (FI_MR_PROV_KEY
+ * off) has the slot of its number and a secret all know: it names
+ * whatever the application registers under it next, as fi_mr(3) has it.
  *
  * The table is registered for remote reads alone, at remote address 0.
  * Its slots change under the table's lock; readers on the wire take no
@@ -65,8 +67,10 @@ int nrma_keytab_open(struct nrma_verbs_domain *vdom, size_t slots,
 		nrma_keytab_close(t);
 		return ret;
 	}
-	for (uint32_t i = t->count; i > 0; i--)
-		t->free[t->nfree++] = i - 1;
+	/* The last slots go first: the application's own keys (nrma_key_wire)
+	 * are small numbers. */
+	for (uint32_t i = 0; i < t->count; i++)
+		t->free[t->nfree++] = i;
 	pthread_mutex_init(&t->lock, NULL);
 	*tabp = t;
 	return 0;
@@ -123,7 +127,10 @@ static void keytab_publish(struct nrma_keytab *t, uint32_t index, uint64_t key)
 			      memory_order_relaxed);
 }
 
-/* A key for slot index that is neither 0 nor its last one. */
+/*
+ * A key for slot index that is neither 0 nor its last one, nor the key
+ * an application's would have there (nrma_key_wire).
+ */
 static uint64_t keytab_new_key(const struct nrma_keytab *t, uint32_t index)
 {
 	uint64_t secret, key;
@@ -133,8 +140,19 @@ static uint64_t keytab_new_key(const struct nrma_keytab *t, uint32_t index)
 		while (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
 			;
 		key = nrma_key_make(index, secret);
-	} while (key == t->keys[index] || !(key >> NRMA_KEY_INDEX_BITS));
+	} while (key == t->keys[index] || !(key >> NRMA_KEY_INDEX_BITS) ||
+		 key == nrma_key_wire(index));
 	return key;
+}
+
+/* Slot index, taken off the free stack, names fields under key. */
+static void keytab_fill(struct nrma_keytab *t, uint32_t index, uint64_t key,
+			const struct nrma_key_slot *fields)
+{
+	t->keys[index] = key;
+	t->plain[index] = *fields;
+	t->plain[index].reserved = 0;
+	keytab_publish(t, index, key);
 }
 
 int nrma_keytab_add(struct nrma_keytab *t, const struct nrma_key_slot *fields,
@@ -148,12 +166,44 @@ int nrma_keytab_add(struct nrma_keytab *t, const struct nrma_key_slot *fields,
 		return -FI_ENOSPC;
 	}
 	index = t->free[--t->nfree];
-	*key = t->keys[index] = keytab_new_key(t, index);
-	t->plain[index] = *fields;
-	t->plain[index].reserved = 0;
-	keytab_publish(t, index, *key);
+	*key = keytab_new_key(t, index);
+	keytab_fill(t, index, *key, fields);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
+}
+
+/*
+ * Slot index's place on the free stack, or UINT32_MAX when it is in use
+ * (keys[] keeps a slot's last key after it is freed).
+ */
+static uint32_t keytab_free_at(const struct nrma_keytab *t, uint32_t index)
+{
+	for (uint32_t at = 0; at < t->nfree; at++)
+		if (t->free[at] == index)
+			return at;
+	return UINT32_MAX;
+}
+
+int nrma_keytab_add_app(struct nrma_keytab *t,
+			const struct nrma_key_slot *fields, uint64_t app_key)
+{
+	uint32_t index = (uint32_t) app_key, at;
+	int ret = 0;
+
+	if (app_key >= t->count)
+		return -FI_EKEYREJECTED;
+	pthread_mutex_lock(&t->lock);
+	/* Registration is no fast path: a scan of the stack is fine. */
+	at = keytab_free_at(t, index);
+	if (at == UINT32_MAX) {
+		ret = -FI_ENOKEY;
+	} else {
+		t->nfree--;
+		t->free[at] = t->free[t->nfree];
+		keytab_fill(t, index, nrma_key_wire(app_key), fields);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
 }
 
 bool nrma_keytab_set_cell(struct nrma_keytab *t, uint64_t key,

@@ -25,6 +25,13 @@ void nrma_keytab_close(struct nrma_keytab *tab);
 int nrma_keytab_add(struct nrma_keytab *tab, const struct nrma_key_slot *slot,
 		    uint64_t *key);
 /*
+ * The same under a key the application picked (nrma_key_wire), in the
+ * slot of its number: -FI_EKEYREJECTED when the table has no such slot,
+ * -FI_ENOKEY when a registration holds it.
+ */
+int nrma_keytab_add_app(struct nrma_keytab *tab,
+			const struct nrma_key_slot *slot, uint64_t app_key);
+/*
  * Names the notification cell of the registration under key; false when
  * key has no slot.
  */

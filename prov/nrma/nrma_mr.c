@@ -3,7 +3,9 @@
  * Memory regions are verbs MRs, and the descriptor is the nrma_mr.  The
  * provider key handed to peers names a slot of the domain's key table
  * (nrma_keytab.h) that holds the rkey, the region, and the rkey of the
- * registration's notification cell once a counter is bound.
+ * registration's notification cell once a counter is bound.  Where the
+ * application picks the keys (FI_MR_PROV_KEY off), its requested_key
+ * names the slot (nrma_key_wire).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -30,7 +32,8 @@ static int nrma_mr_close(struct fid *fid)
 	 * of a slot that gave them rights (what a local one told them ends
 	 * in -FI_EACCES anyway, and a slot used again has a new key).
 	 */
-	if (nrma_keytab_remove(mr->domain->keytab, mr->mr_fid.key) &&
+	if (nrma_keytab_remove(mr->domain->keytab,
+			       nrma_key_wire(mr->mr_fid.key)) &&
 	    (mr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
 		nrma_domain_keys_changed(mr->domain);
 	/* Operations that borrowed the registration (nrma_mr_span.c) keep
@@ -109,7 +112,8 @@ static int nrma_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 					    nrma_cntr_of_fid(bfid), flags);
 	if (ret)
 		return ret;
-	if (nrma_keytab_set_cell(mr->domain->keytab, mr->mr_fid.key,
+	if (nrma_keytab_set_cell(mr->domain->keytab,
+				 nrma_key_wire(mr->mr_fid.key),
 				 nrma_cntr_remote_rkey(&mr->remote)))
 		nrma_domain_keys_changed(mr->domain);
 	NRMA_DBG(FI_LOG_MR, "key 0x%" PRIx64 " counts remote %s%s%s\n",
@@ -170,6 +174,22 @@ static struct nrma_key_slot mr_key_slot(const struct nrma_mr *mr,
 	};
 }
 
+/* The registration's key: the provider's, or the one the application
+ * asked for (fi_mr(3)). */
+static int mr_key_add(struct nrma_domain *domain,
+		      const struct nrma_key_slot *slot, uint64_t requested_key,
+		      uint64_t *key)
+{
+	int ret;
+
+	if (!domain->app_keys)
+		return nrma_keytab_add(domain->keytab, slot, key);
+	ret = nrma_keytab_add_app(domain->keytab, slot, requested_key);
+	if (!ret)
+		*key = requested_key;
+	return ret;
+}
+
 static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 			   uint64_t flags, struct fid_mr **mr_fid)
 {
@@ -197,7 +217,7 @@ static int nrma_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr->verbs = mr->span->verbs;
 	mr->verbs_key = mr->span->key;
 	slot = mr_key_slot(mr, &attr->mr_iov[0]);
-	ret = nrma_keytab_add(domain->keytab, &slot, &mr->mr_fid.key);
+	ret = mr_key_add(domain, &slot, attr->requested_key, &mr->mr_fid.key);
 	if (ret) {
 		nrma_mr_span_put(mr->span);
 		free(mr);

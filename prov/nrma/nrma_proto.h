@@ -218,6 +218,23 @@ static inline uint32_t nrma_key_index(uint64_t key)
 	return (uint32_t) (key & NRMA_KEY_SLOTS_MAX) - 1;
 }
 
+/*
+ * Under an mr_mode without FI_MR_PROV_KEY the application picks its keys
+ * (Sandia OpenSHMEM's default build: 0 and 1), each below
+ * NRMA_KEY_SLOTS_MAX: such a key names the slot of its own number, sealed
+ * with a secret every peer knows, as the key itself is.  On the wire it
+ * is the key of that slot and secret; a provider key, whose secret is
+ * never 0, is above NRMA_KEY_SLOTS_MAX and goes as it is.
+ */
+#define NRMA_KEY_APP_SECRET 0x6e726d61u /* "nrma" */
+
+static inline uint64_t nrma_key_wire(uint64_t key)
+{
+	return key < NRMA_KEY_SLOTS_MAX ?
+		       nrma_key_make((uint32_t) key, NRMA_KEY_APP_SECRET) :
+		       key;
+}
+
 #define NRMA_KEY_REMOTE_READ   (1 << 0)
 #define NRMA_KEY_REMOTE_WRITE  (1 << 1) /* writes and atomics */
 /* Notification set: 8-byte aligned fetch-and-adds alone. */

@@ -60,6 +60,7 @@ struct itest_chan rt_initiator_chan(struct itest_link *links, int n, int me)
 uint64_t rt_extra_caps;
 enum fi_threading rt_threading = FI_THREAD_UNSPEC;
 enum fi_progress rt_data_progress = FI_PROGRESS_UNSPEC;
+bool rt_mr_mode_none;
 
 struct fi_info *rt_getinfo(void)
 {
@@ -67,8 +68,11 @@ struct fi_info *rt_getinfo(void)
 
 	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT |
 		      rt_extra_caps;
-	hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_RMA_EVENT;
+	hints->domain_attr->mr_mode = rt_mr_mode_none ?
+					      0 :
+					      FI_MR_PROV_KEY | FI_MR_VIRT_ADDR |
+						      FI_MR_ALLOCATED |
+						      FI_MR_RMA_EVENT;
 	hints->domain_attr->name = strdup(itest_device());
 	CHECK(hints->domain_attr->name != NULL);
 	hints->domain_attr->threading = rt_threading;

@@ -102,10 +102,13 @@ struct itest_chan rt_initiator_chan(struct itest_link *links, int n, int me);
 
 /* Hints for RMA and atomics with remote counters; FI_MR_RMA_EVENT as an
  * app would; rt_extra_caps, rt_threading and rt_data_progress (set
- * before the first call) asked for too. */
+ * before the first call) asked for too.  rt_mr_mode_none: mr_mode 0
+ * instead, as Sandia OpenSHMEM's default build asks (keys the
+ * application picks, regions addressed by offset). */
 extern uint64_t rt_extra_caps;
 extern enum fi_threading rt_threading;
 extern enum fi_progress rt_data_progress;
+extern bool rt_mr_mode_none;
 struct fi_info *rt_getinfo(void);
 
 /* This process's domain (itest_info, itest_domain_fid), opened on first

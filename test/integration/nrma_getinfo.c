@@ -91,21 +91,45 @@ static void check_unmet(void)
 	info = NULL;
 	fi_freeinfo(hints);
 
-	/* An application that supports no mr_mode bits gets messaging only. */
+	/*
+	 * An application that supports no mr_mode bits gets everything, with
+	 * keys it picks (two bytes) and regions addressed by offset; one that
+	 * asks for longer keys, messaging only.
+	 */
 	hints = itest_hints();
 	hints->domain_attr->mr_mode = 0;
 	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
-	CHECK((info->caps & (FI_MSG | FI_TAGGED)) == (FI_MSG | FI_TAGGED));
-	CHECK(!(info->caps & (FI_RMA | FI_ATOMIC | FI_RMA_EVENT)));
+	CHECK((info->caps &
+	       (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RMA_EVENT)) ==
+	      (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RMA_EVENT));
 	CHECK(info->domain_attr->mr_mode == 0);
+	CHECK(info->domain_attr->mr_key_size == 2);
+	fi_freeinfo(info);
+	info = NULL;
+	hints->caps = FI_ATOMIC;
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	CHECK(info->domain_attr->mr_mode == 0 &&
+	      info->domain_attr->mr_key_size == 2);
 	fi_freeinfo(info);
 	info = NULL;
 	hints->caps = FI_RMA;
+	hints->domain_attr->mr_key_size = 8;
 	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
 		  -FI_ENODATA);
-	hints->caps = FI_ATOMIC;
-	CHECK_RET(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info),
-		  -FI_ENODATA);
+	hints->caps = FI_MSG;
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	CHECK(info->domain_attr->mr_key_size == 8 &&
+	      !(info->caps & (FI_RMA | FI_ATOMIC)));
+	fi_freeinfo(info);
+	info = NULL;
+	/* Provider keys where the application takes them. */
+	hints->caps = FI_RMA;
+	hints->domain_attr->mr_mode = FI_MR_PROV_KEY;
+	CHECK_OK(fi_getinfo(ITEST_VERSION, NULL, NULL, 0, hints, &info));
+	CHECK(info->domain_attr->mr_mode == FI_MR_PROV_KEY &&
+	      info->domain_attr->mr_key_size == 8);
+	fi_freeinfo(info);
+	info = NULL;
 	fi_freeinfo(hints);
 
 	/* Atomics, like RMA, with the provider's mr_mode. */

@@ -47,10 +47,8 @@
 /* Scalable endpoints' transmits name receive contexts; any may be triggered. */
 #define TX_OFFER \
 	(MSG_TX_CAPS | FI_TAGGED | RMA_TX_CAPS | FI_NAMED_RX_CTX | FI_TRIGGER)
-#define RX_OFFER     (MSG_RX_CAPS | FI_TAGGED | RMA_RX_CAPS)
-#define FULL_OFFER   (DOMAIN_CAPS | TX_OFFER | RX_OFFER)
-/* What an application that cannot do our mr_mode still gets. */
-#define NO_RMA_OFFER (FULL_OFFER & ~(uint64_t) RMA_CAPS)
+#define RX_OFFER   (MSG_RX_CAPS | FI_TAGGED | RMA_RX_CAPS)
+#define FULL_OFFER (DOMAIN_CAPS | TX_OFFER | RX_OFFER)
 /* Nothing here does device-memory or collective work. */
 #define NEVER_OFFERED                                           \
 	(FI_HMEM | FI_COLLECTIVE | FI_MULTICAST | FI_RMA_PMEM | \
@@ -222,11 +220,22 @@ static void assert_caps_consistent(const struct fi_info *info)
 	assert_bits_clear(info->caps | info->tx_attr->caps |
 				  info->rx_attr->caps | info->domain_attr->caps,
 			  NEVER_OFFERED);
+	/* Of our mr_mode, an RMA target keeps what the application gave;
+	 * without FI_MR_PROV_KEY, its keys are two bytes. */
 	if ((info->caps | info->tx_attr->caps | info->rx_attr->caps) &
-	    RMA_TARGET_CAPS)
-		assert_true(info->domain_attr->mr_mode == NRMA_MR_BASIC ||
-			    (info->domain_attr->mr_mode & MR_REQUIRED) ==
-				    MR_REQUIRED);
+	    RMA_TARGET_CAPS) {
+		uint64_t mode = (uint64_t) info->domain_attr->mr_mode;
+
+		assert_true(
+			mode == NRMA_MR_BASIC ||
+			!(mode & ~(uint64_t) (MR_REQUIRED | FI_MR_RMA_EVENT)));
+		assert_int_equal(
+			info->domain_attr->mr_key_size,
+			mode == NRMA_MR_BASIC || (mode & FI_MR_PROV_KEY) ? 8 :
+									   2);
+	} else {
+		assert_int_equal(info->domain_attr->mr_key_size, 8);
+	}
 }
 
 /* nrma_attr_info_alloc */
@@ -490,8 +499,8 @@ static void test_no_hints(void **state)
 
 /*
  * Empty hints have mr_mode 0 (NRMA_MR_UNSPEC): from API 1.5 on that is an
- * application supporting no mr_mode bits, which cannot be an RMA target.
- * Having asked for no caps in particular, it gets messaging without RMA.
+ * application supporting no mr_mode bits.  It gets everything, RMA with
+ * keys it picks (two bytes).
  */
 static void test_empty_hints(void **state)
 {
@@ -499,14 +508,12 @@ static void test_empty_hints(void **state)
 
 	(void) state;
 	assert_int_equal(match(V_CUR, hints, &info), 0);
-	assert_int_equal(info->caps, NO_RMA_OFFER);
-	assert_int_equal(info->caps, DOMAIN_CAPS | MSG_TX_CAPS | MSG_RX_CAPS |
-					     FI_TAGGED | FI_NAMED_RX_CTX |
-					     FI_TRIGGER);
-	assert_int_equal(info->tx_attr->caps, TX_OFFER & ~(uint64_t) RMA_CAPS);
-	assert_int_equal(info->rx_attr->caps, RX_OFFER & ~(uint64_t) RMA_CAPS);
+	assert_int_equal(info->caps, FULL_OFFER);
+	assert_int_equal(info->tx_attr->caps, TX_OFFER);
+	assert_int_equal(info->rx_attr->caps, RX_OFFER);
 	assert_int_equal(info->domain_attr->caps, DOMAIN_CAPS);
 	assert_int_equal(info->domain_attr->mr_mode, 0);
+	assert_int_equal(info->domain_attr->mr_key_size, 2);
 	assert_caps_consistent(info);
 	assert_int_equal(info->ep_attr->type, FI_EP_RDM);
 	assert_int_equal(info->domain_attr->threading, FI_THREAD_SAFE);
@@ -801,10 +808,10 @@ static void test_tx_rx_caps(void **state)
 			    FULL_OFFER);
 	assert_context_caps(hints, FI_TAGGED | FI_SEND, FI_TAGGED | FI_RECV,
 			    FULL_OFFER);
-	/* Without the mr_mode for RMA, messaging contexts are still fine. */
+	/* With mr_mode 0 too: the application's keys change no caps. */
 	hints->domain_attr->mr_mode = 0;
 	assert_context_caps(hints, MSG_TX_CAPS | FI_TAGGED,
-			    MSG_RX_CAPS | FI_TAGGED, NO_RMA_OFFER);
+			    MSG_RX_CAPS | FI_TAGGED, FULL_OFFER);
 	hints->domain_attr->mr_mode = BASIC_MAP;
 
 	/* Domain capabilities are accepted in the contexts too. */
@@ -1052,7 +1059,7 @@ static void test_mr_mode_v1_5(void **state)
 		NRMA_MR_SCALABLE | FI_MR_LOCAL,
 	};
 	/* mr_modes that lack FI_MR_ALLOCATED or FI_MR_PROV_KEY. */
-	static const int no_rma[] = {
+	static const int partial[] = {
 		NRMA_MR_UNSPEC,
 		FI_MR_LOCAL,
 		FI_MR_RMA_EVENT,
@@ -1162,39 +1169,41 @@ static void test_mr_mode_v1_5(void **state)
 		hints->rx_attr->caps = 0;
 
 		/*
-		 * Without the provider's mr_mode: no RMA by name, and no
-		 * RMA at all when any caps will do; messaging stays.
+		 * Without FI_MR_PROV_KEY or FI_MR_ALLOCATED: RMA all the
+		 * same, with keys the application picks (two bytes) for the
+		 * first, and either left out of the mr_mode that comes back.
 		 */
-		for (size_t m = 0; m < sizeof(no_rma) / sizeof(*no_rma); m++) {
-			hints->domain_attr->mr_mode = no_rma[m];
+		for (size_t m = 0; m < sizeof(partial) / sizeof(*partial);
+		     m++) {
+			uint64_t kept = MR_REQUIRED & (uint64_t) partial[m];
+
+			hints->domain_attr->mr_mode = partial[m];
 			for (size_t c = 0; c < sizeof(target) / sizeof(*target);
 			     c++) {
 				hints->caps = target[c];
-				assert_int_equal(match(v, hints, NULL),
-						 -FI_ENODATA);
+				info = match_ok(v, hints);
+				assert_int_equal(info->domain_attr->mr_mode &
+							 ~FI_MR_RMA_EVENT,
+						 kept);
+				assert_caps_consistent(info);
+				fi_freeinfo(info);
 			}
 
 			hints->caps = 0;
 			info = match_ok(v, hints);
-			assert_int_equal(info->caps, NO_RMA_OFFER);
-			assert_int_equal(info->tx_attr->caps,
-					 TX_OFFER & ~(uint64_t) RMA_CAPS);
-			assert_int_equal(info->rx_attr->caps,
-					 RX_OFFER & ~(uint64_t) RMA_CAPS);
-			assert_bits_set(info->caps,
-					FI_MSG | FI_TAGGED | FI_SEND | FI_RECV |
-						FI_SOURCE | FI_MULTI_RECV |
-						DOMAIN_CAPS);
-			assert_int_equal(info->domain_attr->mr_mode, 0);
+			assert_int_equal(info->caps, FULL_OFFER);
+			assert_int_equal(info->domain_attr->mr_key_size,
+					 kept & FI_MR_PROV_KEY ? 8 : 2);
 			fi_freeinfo(info);
 
-			/* Messaging asked by name needs nothing either. */
+			/* Messaging asked by name needs nothing of it. */
 			hints->caps = FI_MSG | FI_TAGGED;
 			info = match_ok(v, hints);
 			assert_int_equal(info->caps,
 					 with_directions(hints->caps) |
 						 DOMAIN_CAPS);
 			assert_int_equal(info->domain_attr->mr_mode, 0);
+			assert_int_equal(info->domain_attr->mr_key_size, 8);
 			fi_freeinfo(info);
 		}
 
@@ -1410,10 +1419,18 @@ static void test_domain_limits(void **state)
 	hints->domain_attr->mr_iov_limit = 1;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
 
+	/* Keys the application picks (mr_mode 0) are two bytes long. */
+	hints->domain_attr->mr_key_size = 8;
+	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
+	hints->domain_attr->mr_key_size = 2;
+	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->domain_attr->mr_mode = FI_MR_PROV_KEY;
 	hints->domain_attr->mr_key_size = 16;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
 	hints->domain_attr->mr_key_size = 8;
 	assert_int_equal(match(V_CUR, hints, NULL), 0);
+	hints->domain_attr->mr_mode = 0;
+	hints->domain_attr->mr_key_size = 0;
 
 	hints->domain_attr->cq_cnt = 1048577;
 	assert_int_equal(match(V_CUR, hints, NULL), -FI_ENODATA);
@@ -1717,13 +1734,22 @@ static void test_getinfo_hints(void **state)
 	}
 	fi_freeinfo(info);
 
-	/* RMA by name needs the provider's mr_mode... */
+	/* RMA by name, from every device: with mr_mode 0, the
+	 * application's keys... */
 	info = NULL;
 	hints->caps = FI_MSG | FI_RMA;
 	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
-			 -FI_ENODATA);
-	assert_null(info);
-	/* ...and is offered, from every device, with it. */
+			 0);
+	assert_non_null(info->next);
+	assert_null(info->next->next);
+	for (struct fi_info *cur = info; cur; cur = cur->next) {
+		assert_int_equal(cur->caps & PRIMARY_CAPS, FI_MSG | FI_RMA);
+		assert_int_equal(cur->domain_attr->mr_mode, 0);
+		assert_caps_consistent(cur);
+	}
+	fi_freeinfo(info);
+	/* ...and the provider's where it takes them. */
+	info = NULL;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | BASIC_MAP;
 	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 0);
@@ -1737,12 +1763,16 @@ static void test_getinfo_hints(void **state)
 	fi_freeinfo(info);
 	hints->domain_attr->mr_mode = 0;
 
-	/* Atomics, like RMA, need the provider's mr_mode. */
+	/* Atomics, like RMA, with either. */
 	info = NULL;
 	hints->caps = FI_MSG | FI_ATOMIC;
 	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
-			 -FI_ENODATA);
-	assert_null(info);
+			 0);
+	assert_int_equal(info->caps & PRIMARY_CAPS, FI_MSG | FI_ATOMIC);
+	assert_int_equal(info->domain_attr->mr_mode, 0);
+	assert_caps_consistent(info);
+	fi_freeinfo(info);
+	info = NULL;
 	hints->domain_attr->mr_mode = BASIC_MAP;
 	assert_int_equal(nrma_attr_getinfo(V_CUR, NULL, NULL, 0, hints, &info),
 			 0);

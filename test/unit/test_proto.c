@@ -257,6 +257,28 @@ static void test_key_layout(void **state)
 	assert_true(nrma_key_make(5, 4) != nrma_key_make(5, 3));
 }
 
+/*
+ * A key the application picked goes on the wire as its slot's, sealed
+ * with a secret all know; a provider key, as it is.
+ */
+static void test_key_wire(void **state)
+{
+	uint64_t top = NRMA_KEY_SLOTS_MAX - 1;
+
+	(void) state;
+	assert_int_equal(nrma_key_index(nrma_key_wire(0)), 0);
+	assert_int_equal(nrma_key_index(nrma_key_wire(1)), 1);
+	assert_int_equal(nrma_key_index(nrma_key_wire(top)), top);
+	assert_int_equal(nrma_key_wire(1),
+			 nrma_key_make(1, NRMA_KEY_APP_SECRET));
+	assert_true(nrma_key_wire(0) > NRMA_KEY_SLOTS_MAX);
+	/* Past the slots: as it is, naming no slot a key of ours has. */
+	assert_int_equal(nrma_key_wire(NRMA_KEY_SLOTS_MAX), NRMA_KEY_SLOTS_MAX);
+	assert_int_equal(nrma_key_wire(nrma_key_make(3, 77)),
+			 nrma_key_make(3, 77));
+	assert_int_equal(nrma_key_wire(nrma_key_wire(7)), nrma_key_wire(7));
+}
+
 #define KEY nrma_key_make(6, 0x123456789abcULL)
 
 static const struct nrma_key_slot plain = {
@@ -453,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_hdr_seg),
 		cmocka_unit_test(test_hdr_rndv),
 		cmocka_unit_test(test_key_layout),
+		cmocka_unit_test(test_key_wire),
 		cmocka_unit_test(test_key_unseal),
 		cmocka_unit_test(test_key_sealed_hides),
 		cmocka_unit_test(test_key_slot_target),
