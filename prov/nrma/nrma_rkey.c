@@ -191,31 +191,39 @@ static NRMA_NOINLINE int rkey_target_lookup(struct nrma_ep *ep,
  * Every use of a key but the first finds it among the last ones used,
  * known and unchanged since (its slot was in range when it was looked up;
  * the same key, the same slot).  Nothing changes here.  Keys are kept as
- * they go on the wire (nrma_key_wire).
+ * they go on the wire (nrma_key_wire): wire_key is one.
  */
+static inline int rkey_target_hot(struct nrma_ep *ep, struct nrma_conn *conn,
+				  uint64_t wire_key, uint64_t addr,
+				  uint64_t len, uint32_t access,
+				  struct nrma_remote *remote)
+{
+	const struct nrma_rkey *rk =
+		conn->xfer->rkey_hot[rkey_hash_key(wire_key) % NRMA_RKEY_HOT];
+
+	if (!rk || !rkey_current(rk, conn, wire_key))
+		return 1;
+	return rkey_slot_target(ep, rk, addr, len, access, remote);
+}
+
 int nrma_rkey_target_known(struct nrma_ep *ep, struct nrma_conn *conn,
 			   uint64_t key, uint64_t addr, uint64_t len,
 			   uint32_t access, struct nrma_remote *remote)
 {
-	const struct nrma_rkey *rk;
-
-	key = nrma_key_wire(key);
-	rk = conn->xfer->rkey_hot[rkey_hash_key(key) % NRMA_RKEY_HOT];
-
-	if (!rk || !rkey_current(rk, conn, key))
-		return 1;
-	return rkey_slot_target(ep, rk, addr, len, access, remote);
+	return rkey_target_hot(ep, conn, nrma_key_wire(key), addr, len, access,
+			       remote);
 }
 
 int nrma_rkey_target(struct nrma_ep *ep, struct nrma_conn *conn, uint64_t key,
 		     uint64_t addr, uint64_t len, uint32_t access,
 		     struct nrma_remote *remote)
 {
-	int ret = nrma_rkey_target_known(ep, conn, key, addr, len, access,
-					 remote);
+	uint64_t wire_key = nrma_key_wire(key);
+	int ret =
+		rkey_target_hot(ep, conn, wire_key, addr, len, access, remote);
 
-	return ret > 0 ? rkey_target_lookup(ep, conn, nrma_key_wire(key), addr,
-					    len, access, remote) :
+	return ret > 0 ? rkey_target_lookup(ep, conn, wire_key, addr, len,
+					    access, remote) :
 			 ret;
 }
 
