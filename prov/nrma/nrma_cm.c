@@ -458,25 +458,26 @@ static void conn_drop(struct nrma_conn *conn)
 /*
  * A failed connection: a refused one is tried again (for a while), one
  * that broke after it was up is made again, and one that never came up is
- * reported to the caller once.
+ * reported to the caller once, then made again.  It stays in place until
+ * then, so that the new attempt knows what it knew: a peer reached before
+ * that no longer listens has left (cm_on_rejected), and only a first
+ * connection has the patience of one.
  */
 static int conn_redo(struct nrma_cm *cm, struct nrma_conn *conn,
 		     fi_addr_t fi_addr, const struct sockaddr_in *peer)
 {
 	int64_t started = nrma_wait_now_ms();
-	bool reached_before = conn->reached_before;
+	bool reached_before = conn->established || conn->reached_before;
 	int ret;
 
 	if (conn->error == -FI_EAGAIN) {
 		started = conn->started;
 		conn_destroy(conn);
-	} else if (conn->established) {
-		reached_before = true;
+	} else if (conn->established || conn->reported) {
 		conn_retire(conn);
 	} else {
-		ret = conn->error;
-		conn_retire(conn);
-		return ret;
+		conn->reported = true;
+		return conn->error;
 	}
 	ret = conn_start(cm, fi_addr, peer, started, reached_before);
 	return ret ? ret : -FI_EAGAIN;

@@ -67,6 +67,7 @@ struct nrma_conn {
 	int64_t started;     /* ms: first attempt to reach the peer */
 	/* Its connection broke after it was up: no listener means it left. */
 	bool reached_before;
+	bool reported; /* never came up, and a caller heard why (conn_redo) */
 	/*
 	 * Outgoing: the nonce its request carries, claimed (on the claims'
 	 * list by claim_link) until it is up.  Incoming: the peer's nonce,

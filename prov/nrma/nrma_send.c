@@ -588,27 +588,49 @@ void nrma_send_resume_blocked(struct nrma_ep *ep)
 }
 
 /*
- * Sends that waited for their connections: each joins its connection's
- * send queue once that is up, in order, or fails with why the connection
- * could not be made.
+ * Every send that waits for a connection to peer fails with err: the
+ * attempt they all waited for failed, and the next would be a new one.
  */
-void nrma_send_connecting(struct nrma_ep *ep)
+static void send_connecting_fail(struct nrma_ep *ep, fi_addr_t peer, int err)
 {
 	struct nrma_dlist *item, *next;
 
 	nrma_dlist_foreach_safe (&ep->xfer->connecting, item, next) {
 		struct nrma_op *op =
 			nrma_container_of(item, struct nrma_op, link);
+
+		if (nrma_tx_peer_addr(ep, op->dest) != peer)
+			continue;
+		nrma_dlist_remove(&op->link);
+		send_fail(ep, op, err);
+	}
+}
+
+/*
+ * Sends that waited for their connections: each joins its connection's
+ * send queue once that is up, in order, or fails with why the connection
+ * could not be made.
+ */
+void nrma_send_connecting(struct nrma_ep *ep)
+{
+	struct nrma_dlist *item = ep->xfer->connecting.next;
+
+	while (item != &ep->xfer->connecting) {
+		struct nrma_op *op =
+			nrma_container_of(item, struct nrma_op, link);
 		struct nrma_conn *conn;
 		int ret = nrma_tx_connection(ep, op->dest, &conn);
 
-		if (ret == -FI_EAGAIN)
-			continue;
-		nrma_dlist_remove(&op->link);
-		if (ret) {
-			send_fail(ep, op, -ret);
+		if (ret && ret != -FI_EAGAIN) {
+			send_connecting_fail(
+				ep, nrma_tx_peer_addr(ep, op->dest), -ret);
+			item = ep->xfer->connecting.next; /* it changed */
 			continue;
 		}
+		item = item->next;
+		if (ret)
+			continue;
+		nrma_dlist_remove(&op->link);
 		op->conn = conn;
 		nrma_conn_hold(conn);
 		nrma_credit_queue_send(ep, op, false);

@@ -119,6 +119,12 @@ static NRMA_NOINLINE int tx_connection_get(struct nrma_ep *ep, fi_addr_t dest,
 	return ret;
 }
 
+/* A scalable peer's receive contexts share one connection, to this. */
+fi_addr_t nrma_tx_peer_addr(const struct nrma_ep *ep, fi_addr_t dest)
+{
+	return ep->rx_ctx_bits ? nrma_addr_base(&ep->av->table, dest) : dest;
+}
+
 /*
  * The connection to dest, once it is up; a connected endpoint's one, and
  * dest means nothing.  One that dest led to, up, while the AV removed
@@ -141,9 +147,7 @@ int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
 			       -FI_ENOTCONN;
 	}
 	table = &ep->av->table;
-	/* A scalable peer's receive contexts share one connection. */
-	if (ep->rx_ctx_bits)
-		dest = nrma_addr_base(table, dest);
+	dest = nrma_tx_peer_addr(ep, dest);
 	removals = nrma_addr_table_removals(table);
 	up = nrma_cm_conn_up(ep->cm, dest);
 	if (!up || up->av_removals != removals)

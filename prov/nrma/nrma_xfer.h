@@ -666,6 +666,8 @@ void nrma_tx_held_retry(struct nrma_ep *ep);
 void nrma_tx_held_fail(struct nrma_ep *ep, struct nrma_conn *conn, int err);
 /* Frees those of a connection that closes with its endpoint, unreported. */
 void nrma_tx_held_drop(struct nrma_conn *conn);
+/* The address of the connection that dest's transmits take. */
+fi_addr_t nrma_tx_peer_addr(const struct nrma_ep *ep, fi_addr_t dest);
 /* The connection to dest once it is up (-FI_EAGAIN until), or why not. */
 int nrma_tx_connection(struct nrma_ep *ep, fi_addr_t dest,
 		       struct nrma_conn **conn);

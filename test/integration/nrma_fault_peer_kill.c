@@ -4,12 +4,15 @@
  * Host 1 runs a target ("T") and a bystander ("B"); host 0 drives mixed
  * operations (sends, eager and rendezvous; notified writes of 8 bytes and
  * 1 MiB; 4 KiB reads; 64-bit fetch-and-adds), FT_WINDOW in flight, at
- * both.  Once the stream runs, host 1 kills T with SIGKILL.  At the
- * driver, every operation posted to T must end in exactly one completion
- * or error entry within FT_BOUND_S of the kill, the first within
- * FT_SEEN_MS of it (the kernel disconnects a dead process's connections at
- * once, far inside the transport's retries); B's operations keep
- * succeeding; a new T started at the old one's address is reached again.
+ * both.  Once the stream runs, host 1 kills T with SIGKILL; the driver
+ * posts to T on until one operation fails.  At the driver, every
+ * operation posted to T must end in exactly one completion or error entry
+ * within FT_BOUND_S of the kill, the first error within FT_SEEN_MS of it
+ * (the kernel disconnects a dead process's connections at once, far
+ * inside the transport's retries) and the last end within FT_ENDED_MS (a
+ * peer that no longer listens is gone: no reconnect waits for it to come
+ * up, as for a first connection); B's operations keep succeeding; a new T
+ * started at the old one's address is reached again.
  * The driver prints its accounts.
  */
 #include <signal.h>
@@ -17,9 +20,10 @@
 
 #include "itest_fault.h"
 
-#define FT_BOUND_S 30
-#define FT_SEEN_MS 1000 /* the first error after the kill, at most */
-#define FT_WARM	   300	/* operations T completes before it is killed */
+#define FT_BOUND_S  30
+#define FT_SEEN_MS  1000 /* the first error after the kill, at most */
+#define FT_ENDED_MS 3000 /* the last end after the kill, at most */
+#define FT_WARM	    300	 /* operations T completes before it is killed */
 
 static pid_t ft_spawn(const char *key, const char *stop,
 		      const struct sockaddr_in *name)
@@ -58,28 +62,31 @@ static void victim_host(void)
 	      WIFEXITED(status) && !WEXITSTATUS(status));
 }
 
-/* Streams at both until T is killed; then drains. */
+/*
+ * Streams at both until T is killed, and at T until an operation sees
+ * its death (those in flight as it died may all have landed); then drains.
+ */
 static void driver_stream(struct ft_stream **s)
 {
 	int64_t deadline = itest_deadline(), killed = -1;
 	bool warm = false, late;
 
-	while (killed < 0 || ft_in_flight(s[0])) {
+	while (killed < 0 || ft_in_flight(s[0]) || s[0]->first_err < 0) {
 		if (killed < 0 && itest_host_has("killed"))
 			killed = itest_now_ms();
-		if (killed < 0) {
+		if (killed < 0 || s[0]->first_err < 0)
 			ft_stream_post(s[0]);
-			if (!warm && s[0]->ok >= FT_WARM)
-				itest_host_signal("streaming");
-			warm |= s[0]->ok >= FT_WARM;
+		if (killed < 0 && !warm && s[0]->ok >= FT_WARM) {
+			itest_host_signal("streaming");
+			warm = true;
 		}
 		ft_stream_post(s[1]);
 		ft_reap(s, 2);
 		itest_progress();
 		late = itest_host_past_bound(killed, FT_BOUND_S);
 		EXPECT(!late,
-		       "every operation to the killed peer ends within %d s "
-		       "(%" PRIu64 " in flight)",
+		       "operations to the killed peer fail, and every one "
+		       "ends, within %d s (%" PRIu64 " in flight)",
 		       FT_BOUND_S, ft_in_flight(s[0]));
 		itest_check_deadline(deadline, "the stream");
 	}
@@ -91,6 +98,9 @@ static void driver_stream(struct ft_stream **s)
 	/* The kernel's disconnect says it, not the transport's retries. */
 	EXPECT(s[0]->first_err >= 0 && s[0]->first_err - killed <= FT_SEEN_MS,
 	       "the death is seen within %d ms", FT_SEEN_MS);
+	EXPECT(s[0]->last_end - killed <= FT_ENDED_MS,
+	       "the last operation to the dead peer ends within %d ms",
+	       FT_ENDED_MS);
 }
 
 /* The restarted target, at the same fi_addr_t, with its own key. */
